@@ -1,0 +1,78 @@
+// The device seam: a plain list of the kernels a device must provide. ops/ calls these through
+// backend_for(device) and never touches raw memory itself; a backend knows nothing about
+// autograd. Kernels read data, shapes and strides from the tensors they are given and write
+// into `out` tensors that the op has already allocated with the right shape and dtype.
+//
+// Shape legend used in comments: B batch, M/N/K matrix sizes, "bcast" = broadcastable to out.
+#pragma once
+
+#include <cstdint>
+
+#include "tinytorch/core/device.h"
+#include "tinytorch/core/scalar.h"
+#include "tinytorch/core/tensor.h"
+
+namespace tt {
+
+// Unary elementwise ops. Float-only ops (exp, log, ...) get a floating dtype from ops/.
+enum class UnaryOp : uint8_t { Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sin, Cos, Tanh, Sigmoid, Relu, NumOps };
+// Binary elementwise ops. Comparisons write a bool `out`; the others write the input dtype.
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, NumOps
+};
+enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin, NumOps };
+
+const char* op_name(UnaryOp op);
+const char* op_name(BinaryOp op);
+const char* op_name(ReduceOp op);
+inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // out[i] = src[i], converting dtype. out: [*]; src: bcast to out (any strides).
+  virtual void copy(const Tensor& out, const Tensor& src) = 0;
+  // out[i] = value. out: [*], any strides.
+  virtual void fill(const Tensor& out, Scalar value) = 0;
+  // out = op(in). out, in: same shape and dtype, any strides.
+  virtual void unary(UnaryOp op, const Tensor& out, const Tensor& in) = 0;
+  // out = op(a, b). a, b: same dtype, bcast to out. out: that dtype, or bool for comparisons.
+  // `out` may alias `a` exactly (in-place ops). `b` may be a 0-d CPU tensor holding a wrapped
+  // scalar whatever this backend's device is.
+  virtual void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) = 0;
+  // out = cond ? a : b. cond: bool; a, b: out's dtype; all bcast to out.
+  virtual void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) = 0;
+  // Reduces `in` over every dim where out.size(d) == 1 and in.size(d) != 1 (out keeps dims).
+  // out: in's shape with reduced dims of size 1; dtype = in's (int64 for arg ops).
+  virtual void reduce(ReduceOp op, const Tensor& out, const Tensor& in) = 0;
+  // out = a @ b + beta * out. a: [B.., M, K], b: [B.., K, N], out: [B.., M, N], float dtypes.
+  // Batch dims of a and b are already broadcast to out's (stride 0 allowed).
+  virtual void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) = 0;
+  // out = in.index_select(dim, index). index: int64 [n]; out: in's shape with size n at dim.
+  virtual void index_select(const Tensor& out, const Tensor& in, int dim, const Tensor& index) = 0;
+  // out[..i..] = in[..index[..i..]..] along dim. index: int64, out's shape.
+  virtual void gather(const Tensor& out, const Tensor& in, int dim, const Tensor& index) = 0;
+  // out[..index[..i..]..] += src[..i..] along dim. index, src: same shape.
+  virtual void scatter_add(const Tensor& out, int dim, const Tensor& index, const Tensor& src) = 0;
+  // Counter-based random numbers: element i of `out` (contiguous) depends only on
+  // (seed, offset + i), so results do not depend on thread count or device.
+  virtual void uniform(const Tensor& out, double low, double high, uint64_t seed, uint64_t offset) = 0;
+  virtual void normal(const Tensor& out, double mean, double std, uint64_t seed, uint64_t offset) = 0;
+  virtual void randint(const Tensor& out, int64_t low, int64_t high, uint64_t seed, uint64_t offset) = 0;
+  // out[i] = start + i * step. out: contiguous [n].
+  virtual void arange(const Tensor& out, double start, double step) = 0;
+  // Moves bytes between devices. out, src: contiguous, same dtype and numel; one of them is on
+  // this backend's device and the other on the CPU (or both on this device).
+  virtual void transfer(const Tensor& out, const Tensor& src) = 0;
+};
+
+// True when the last two dims of `m` can be handed to a BLAS GEMM as they are: one of them has
+// stride 1 and the other a leading dimension large enough (plain or transposed layout). ops/
+// makes a matrix contiguous first only when this is false.
+bool blas_compatible(const Tensor& m);
+
+// The backend of a device. Throws DeviceError when the build or the machine cannot use it.
+Backend& backend_for(const Device& device);
+
+}  // namespace tt

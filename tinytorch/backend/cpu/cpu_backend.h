@@ -1,0 +1,31 @@
+// The CPU backend: the Backend interface implemented with plain loops, OpenMP and OpenBLAS.
+// Each kernel family lives in its own file (elementwise.cpp, reduce.cpp, gemm.cpp, index.cpp,
+// random.cpp); their CUDA twins carry the same names under backend/cuda.
+#pragma once
+
+#include "tinytorch/backend/backend.h"
+
+namespace tt::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  void copy(const Tensor& out, const Tensor& src) override;
+  void fill(const Tensor& out, Scalar value) override;
+  void unary(UnaryOp op, const Tensor& out, const Tensor& in) override;
+  void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) override;
+  void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) override;
+  void reduce(ReduceOp op, const Tensor& out, const Tensor& in) override;
+  void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) override;
+  void index_select(const Tensor& out, const Tensor& in, int dim, const Tensor& index) override;
+  void gather(const Tensor& out, const Tensor& in, int dim, const Tensor& index) override;
+  void scatter_add(const Tensor& out, int dim, const Tensor& index, const Tensor& src) override;
+  void uniform(const Tensor& out, double low, double high, uint64_t seed, uint64_t offset) override;
+  void normal(const Tensor& out, double mean, double std, uint64_t seed, uint64_t offset) override;
+  void randint(const Tensor& out, int64_t low, int64_t high, uint64_t seed, uint64_t offset) override;
+  void arange(const Tensor& out, double start, double step) override;
+  void transfer(const Tensor& out, const Tensor& src) override;
+};
+
+CpuBackend& cpu_backend();
+
+}  // namespace tt::cpu

@@ -1,0 +1,189 @@
+// CPU elementwise kernels: copy (with dtype conversion), fill, unary, binary, where.
+// All run on the StridedLoop engine (loop.h); each inner loop has a contiguous branch the
+// compiler vectorizes and a broadcast-scalar branch for `t + 2` and bias-like operands.
+#include <cstring>
+
+#include <omp.h>
+
+#include "tinytorch/backend/cpu/cpu_backend.h"
+#include "tinytorch/backend/cpu/loop.h"
+#include "tinytorch/backend/functors.h"
+
+namespace tt::cpu {
+
+int omp_num_threads_now() { return omp_get_num_threads(); }
+int omp_thread_num_now() { return omp_get_thread_num(); }
+int omp_num_threads_max() { return omp_get_max_threads(); }
+
+CpuBackend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+namespace {
+
+// out: [*]; in: bcast to out.
+template <typename out_t, typename in_t, typename F>
+void unary_loop(const Tensor& out, const Tensor& in, F f) {
+  const Tensor* ops[2] = {&out, &in};
+  StridedLoop<2> loop(ops);
+  loop.run([f](char** p, const int64_t* s, int64_t n) {
+    auto* o = reinterpret_cast<out_t*>(p[0]);
+    auto* a = reinterpret_cast<const in_t*>(p[1]);
+    if (s[0] == int64_t(sizeof(out_t)) && s[1] == int64_t(sizeof(in_t))) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<out_t*>(p[0] + i * s[0]) = f(*reinterpret_cast<const in_t*>(p[1] + i * s[1]));
+    }
+  });
+}
+
+// out: [*]; a, b: bcast to out. The heart of broadcasting: stride-0 operands are read in place.
+template <typename out_t, typename in_t, typename F>
+void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  // TT_EXERCISE_BEGIN(01)
+  const Tensor* ops[3] = {&out, &a, &b};
+  StridedLoop<3> loop(ops);
+  loop.run([f](char** p, const int64_t* s, int64_t n) {
+    constexpr int64_t so = sizeof(out_t), si = sizeof(in_t);
+    auto* o = reinterpret_cast<out_t*>(p[0]);
+    auto* x = reinterpret_cast<const in_t*>(p[1]);
+    auto* y = reinterpret_cast<const in_t*>(p[2]);
+    if (s[0] == so && s[1] == si && s[2] == si) {
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+    } else if (s[0] == so && s[1] == si && s[2] == 0) {
+      const in_t yv = *y;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
+    } else if (s[0] == so && s[1] == 0 && s[2] == si) {
+      const in_t xv = *x;
+      for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<out_t*>(p[0] + i * s[0]) =
+            f(*reinterpret_cast<const in_t*>(p[1] + i * s[1]),
+              *reinterpret_cast<const in_t*>(p[2] + i * s[2]));
+    }
+  });
+  // TT_EXERCISE_END
+}
+
+template <typename T, typename F>
+void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+  if (is_comparison(op))
+    binary_loop<bool, T>(out, a, b, f);
+  else
+    binary_loop<T, T>(out, a, b, f);
+}
+
+template <typename T>
+void binary_dispatch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  namespace fn = functors;
+  switch (op) {
+    case BinaryOp::Add: return binary_typed<T>(op, out, a, b, fn::Add{});
+    case BinaryOp::Sub: return binary_typed<T>(op, out, a, b, fn::Sub{});
+    case BinaryOp::Mul: return binary_typed<T>(op, out, a, b, fn::Mul{});
+    case BinaryOp::Div: return binary_typed<T>(op, out, a, b, fn::Div{});
+    case BinaryOp::Pow: return binary_typed<T>(op, out, a, b, fn::Pow{});
+    case BinaryOp::Maximum: return binary_typed<T>(op, out, a, b, fn::Maximum{});
+    case BinaryOp::Minimum: return binary_typed<T>(op, out, a, b, fn::Minimum{});
+    case BinaryOp::Eq: return binary_typed<T>(op, out, a, b, fn::Eq{});
+    case BinaryOp::Ne: return binary_typed<T>(op, out, a, b, fn::Ne{});
+    case BinaryOp::Lt: return binary_typed<T>(op, out, a, b, fn::Lt{});
+    case BinaryOp::Le: return binary_typed<T>(op, out, a, b, fn::Le{});
+    case BinaryOp::Gt: return binary_typed<T>(op, out, a, b, fn::Gt{});
+    case BinaryOp::Ge: return binary_typed<T>(op, out, a, b, fn::Ge{});
+    default: break;
+  }
+  throw Error(detail::concat("binary: unknown op ", int(op)));
+}
+
+template <typename T>
+void unary_dispatch(UnaryOp op, const Tensor& out, const Tensor& in) {
+  namespace fn = functors;
+  if constexpr (std::is_floating_point<T>::value) {
+    switch (op) {
+      case UnaryOp::Exp: return unary_loop<T, T>(out, in, fn::Exp{});
+      case UnaryOp::Log: return unary_loop<T, T>(out, in, fn::Log{});
+      case UnaryOp::Sqrt: return unary_loop<T, T>(out, in, fn::Sqrt{});
+      case UnaryOp::Rsqrt: return unary_loop<T, T>(out, in, fn::Rsqrt{});
+      case UnaryOp::Sin: return unary_loop<T, T>(out, in, fn::Sin{});
+      case UnaryOp::Cos: return unary_loop<T, T>(out, in, fn::Cos{});
+      case UnaryOp::Tanh: return unary_loop<T, T>(out, in, fn::Tanh{});
+      case UnaryOp::Sigmoid: return unary_loop<T, T>(out, in, fn::Sigmoid{});
+      default: break;
+    }
+  }
+  switch (op) {
+    case UnaryOp::Neg: return unary_loop<T, T>(out, in, fn::Neg{});
+    case UnaryOp::Abs: return unary_loop<T, T>(out, in, fn::Abs{});
+    case UnaryOp::Relu: return unary_loop<T, T>(out, in, fn::Relu{});
+    default: break;
+  }
+  throw DtypeError(detail::concat(op_name(op), ": not supported for dtype ", dtype_of<T>::value));
+}
+
+}  // namespace
+
+void CpuBackend::copy(const Tensor& out, const Tensor& src) {
+  TT_DISPATCH_ALL(out.dtype(), "copy", [&] {
+    using out_t = scalar_t;
+    TT_DISPATCH_ALL(src.dtype(), "copy", [&] {
+      unary_loop<out_t, scalar_t>(out, src, [](scalar_t v) { return static_cast<out_t>(v); });
+    });
+  });
+}
+
+void CpuBackend::fill(const Tensor& out, Scalar value) {
+  TT_DISPATCH_ALL(out.dtype(), "fill_", [&] {
+    const scalar_t v = value.to<scalar_t>();
+    const Tensor* ops[1] = {&out};
+    StridedLoop<1> loop(ops);
+    loop.run([v](char** p, const int64_t* s, int64_t n) {
+      if (s[0] == int64_t(sizeof(scalar_t))) {
+        auto* o = reinterpret_cast<scalar_t*>(p[0]);
+        for (int64_t i = 0; i < n; ++i) o[i] = v;
+      } else {
+        for (int64_t i = 0; i < n; ++i) *reinterpret_cast<scalar_t*>(p[0] + i * s[0]) = v;
+      }
+    });
+  });
+}
+
+void CpuBackend::unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  TT_DISPATCH_ALL(in.dtype(), op_name(op), [&] { unary_dispatch<scalar_t>(op, out, in); });
+}
+
+void CpuBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  TT_DISPATCH_ALL(a.dtype(), op_name(op), [&] { binary_dispatch<scalar_t>(op, out, a, b); });
+}
+
+// out, cond, a, b: bcast to out.
+void CpuBackend::where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  TT_DISPATCH_ALL(out.dtype(), "where", [&] {
+    const Tensor* ops[4] = {&out, &cond, &a, &b};
+    StridedLoop<4> loop(ops);
+    loop.run([](char** p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        bool c = *reinterpret_cast<const bool*>(p[1] + i * s[1]);
+        *reinterpret_cast<scalar_t*>(p[0] + i * s[0]) =
+            c ? *reinterpret_cast<const scalar_t*>(p[2] + i * s[2])
+              : *reinterpret_cast<const scalar_t*>(p[3] + i * s[3]);
+      }
+    });
+  });
+}
+
+void CpuBackend::arange(const Tensor& out, double start, double step) {
+  TT_DISPATCH_NUMERIC(out.dtype(), "arange", [&] {
+    auto* o = out.data_ptr<scalar_t>();
+    int64_t n = out.numel();
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<scalar_t>(start + double(i) * step);
+  });
+}
+
+void CpuBackend::transfer(const Tensor& out, const Tensor& src) {
+  std::memcpy(out.raw_data_ptr(), src.raw_data_ptr(), size_t(src.numel()) * src.element_size());
+}
+
+}  // namespace tt::cpu

@@ -1,0 +1,105 @@
+// CPU GEMM: float32/float64 through OpenBLAS (cblas_sgemm / cblas_dgemm), int64 by a plain loop.
+// Transposed views are passed to BLAS as transpose flags with their own leading dimension, so a
+// `b.t()` costs nothing; batches (with broadcast, stride-0 batch dims) loop over pointer offsets
+// without allocating.
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "tinytorch/backend/cpu/cpu_backend.h"
+
+namespace tt::cpu {
+
+namespace {
+
+// How BLAS should read one [rows, cols] matrix with strides (sr, sc); see blas_compatible().
+struct BlasLayout {
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+BlasLayout blas_layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+  if ((sc == 1 || cols == 1) && (sr >= std::max<int64_t>(1, cols) || rows == 1))
+    return {CblasNoTrans, rows == 1 ? std::max<int64_t>(1, cols) : sr};
+  return {CblasTrans, cols == 1 ? std::max<int64_t>(1, rows) : sc};
+}
+
+void gemm_call(const float* a, const float* b, float* c, int64_t M, int64_t N, int64_t K, BlasLayout la,
+               BlasLayout lb, int64_t ldc, double beta) {
+  cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(M), int(N), int(K), 1.0f, a, int(la.ld), b,
+              int(lb.ld), float(beta), c, int(ldc));
+}
+void gemm_call(const double* a, const double* b, double* c, int64_t M, int64_t N, int64_t K,
+               BlasLayout la, BlasLayout lb, int64_t ldc, double beta) {
+  cblas_dgemm(CblasRowMajor, la.trans, lb.trans, int(M), int(N), int(K), 1.0, a, int(la.ld), b,
+              int(lb.ld), beta, c, int(ldc));
+}
+
+// a: [M, K], b: [K, N], c: [M, N]; strides in elements. The textbook triple loop, used for
+// int64 (BLAS has no integer GEMM) and as the reference the module 02 lesson starts from.
+template <typename T>
+void gemm_naive(const T* a, const T* b, T* c, int64_t M, int64_t N, int64_t K, int64_t sa0,
+                int64_t sa1, int64_t sb0, int64_t sb1, int64_t ldc, double beta) {
+  // TT_EXERCISE_BEGIN(02)
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      T acc = beta != 0.0 ? T(beta) * c[i * ldc + j] : T(0);
+      for (int64_t k = 0; k < K; ++k) acc += a[i * sa0 + k * sa1] * b[k * sb0 + j * sb1];
+      c[i * ldc + j] = acc;
+    }
+  // TT_EXERCISE_END
+}
+
+// One [M, K] @ [K, N] product: BLAS for floating types, the loop for integers.
+template <typename T>
+void gemm_one(const T* a, const T* b, T* c, int64_t M, int64_t N, int64_t K, int64_t sa0, int64_t sa1,
+              int64_t sb0, int64_t sb1, int64_t ldc, double beta) {
+  if constexpr (std::is_floating_point<T>::value) {
+    if (K == 0) {  // an empty inner dim: c = beta * c
+      for (int64_t r = 0; r < M; ++r)
+        for (int64_t j = 0; j < N; ++j) c[r * ldc + j] = beta == 0.0 ? T(0) : T(beta) * c[r * ldc + j];
+      return;
+    }
+    gemm_call(a, b, c, M, N, K, blas_layout(M, K, sa0, sa1), blas_layout(K, N, sb0, sb1), ldc, beta);
+  } else {
+    gemm_naive(a, b, c, M, N, K, sa0, sa1, sb0, sb1, ldc, beta);
+  }
+}
+
+}  // namespace
+
+// out: [B.., M, N] (last dim contiguous); a: [B.., M, K]; b: [B.., K, N] (batch dims of a and
+// b already broadcast to out's, stride 0 allowed; both blas_compatible for float dtypes).
+void CpuBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
+  const int nd = out.dim();
+  const int64_t M = out.size(nd - 2), N = out.size(nd - 1), K = a.size(nd - 1);
+  if (M == 0 || N == 0) return;
+  const int64_t ldc = std::max<int64_t>(out.stride(nd - 2), std::max<int64_t>(1, N));
+  int64_t batch = 1;
+  for (int d = 0; d < nd - 2; ++d) batch *= out.size(d);
+
+  // Element offsets of batch number i in a, b and out.
+  auto batch_offsets = [&](int64_t i, int64_t& oa, int64_t& ob, int64_t& oc) {
+    oa = ob = oc = 0;
+    for (int d = nd - 3; d >= 0; --d) {
+      int64_t idx = i % out.size(d);
+      i /= out.size(d);
+      oa += idx * a.stride(d);
+      ob += idx * b.stride(d);
+      oc += idx * out.stride(d);
+    }
+  };
+
+  TT_DISPATCH_NUMERIC(out.dtype(), "matmul", [&] {
+    const scalar_t* pa = a.data_ptr<scalar_t>();
+    const scalar_t* pb = b.data_ptr<scalar_t>();
+    scalar_t* pc = out.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < batch; ++i) {
+      int64_t oa, ob, oc;
+      batch_offsets(i, oa, ob, oc);
+      gemm_one(pa + oa, pb + ob, pc + oc, M, N, K, a.stride(nd - 2), a.stride(nd - 1),
+               b.stride(nd - 2), b.stride(nd - 1), ldc, beta);
+    }
+  });
+}
+
+}  // namespace tt::cpu

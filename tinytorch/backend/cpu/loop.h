@@ -1,0 +1,138 @@
+// The CPU elementwise engine: walks N operands (out first) over one shape with arbitrary
+// byte strides, so broadcast and transposed views are read in place, never copied first.
+//
+// Dims are coalesced (adjacent dims merged when every operand is contiguous across them) and
+// the innermost dim is handed to a kernel as (pointers, strides, n). Kernels test for the
+// contiguous case and run a plain loop the compiler vectorizes. Above kParallelGrain
+// elements the index range is split across OpenMP threads.
+#pragma once
+
+#include <cstdint>
+
+#include "tinytorch/core/tensor.h"
+
+namespace tt::cpu {
+
+constexpr int64_t kParallelGrain = 32768;
+
+// Thin wrappers over omp_get_*, out of line so this header needs no <omp.h>.
+int omp_num_threads_now();  // threads in the current parallel region
+int omp_thread_num_now();   // this thread's number in it
+int omp_num_threads_max();  // threads a new region would get
+
+template <int N>
+struct StridedLoop {
+  int ndim = 0;
+  int64_t shape[kMaxDims];         // innermost last
+  int64_t strides[N][kMaxDims];    // bytes
+  char* base[N];
+  int64_t numel = 1;
+
+  // ops[0] is the output; the others are broadcast to its shape.
+  explicit StridedLoop(const Tensor* const (&ops)[N]) {
+    const Shape& out_shape = ops[0]->shape();
+    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->raw_data_ptr());
+    // Broadcast strides (bytes), then drop size-1 dims and merge contiguous neighbours.
+    int64_t st[N][kMaxDims];
+    for (int k = 0; k < N; ++k) {
+      const Tensor& t = *ops[k];
+      int off = out_shape.size() - t.dim();
+      int64_t esize = static_cast<int64_t>(t.element_size());
+      for (int i = 0; i < out_shape.size(); ++i) {
+        int j = i - off;
+        st[k][i] = (j < 0 || t.shape()[j] == 1) ? 0 : t.strides()[j] * esize;
+      }
+    }
+    for (int i = 0; i < out_shape.size(); ++i) {
+      numel *= out_shape[i];
+      if (out_shape[i] == 1) continue;
+      if (ndim > 0) {
+        bool mergeable = true;
+        for (int k = 0; k < N; ++k)
+          if (strides[k][ndim - 1] != st[k][i] * out_shape[i]) mergeable = false;
+        if (mergeable) {
+          shape[ndim - 1] *= out_shape[i];
+          for (int k = 0; k < N; ++k) strides[k][ndim - 1] = st[k][i];
+          continue;
+        }
+      }
+      shape[ndim] = out_shape[i];
+      for (int k = 0; k < N; ++k) strides[k][ndim] = st[k][i];
+      ++ndim;
+    }
+    if (ndim == 0) {  // a single element
+      shape[0] = 1;
+      for (int k = 0; k < N; ++k) strides[k][0] = 0;
+      ndim = 1;
+    }
+  }
+
+  // Calls f(ptrs, inner_strides, n) over the linear index range [begin, end).
+  template <typename F>
+  void run_range(int64_t begin, int64_t end, F& f) const {
+    int64_t inner = shape[ndim - 1];
+    int64_t idx[kMaxDims];
+    int64_t rem = begin;
+    for (int d = ndim - 1; d >= 0; --d) {
+      idx[d] = rem % shape[d];
+      rem /= shape[d];
+    }
+    int64_t inner_strides[N];
+    for (int k = 0; k < N; ++k) inner_strides[k] = strides[k][ndim - 1];
+    int64_t pos = begin;
+    while (pos < end) {
+      char* ptrs[N];
+      for (int k = 0; k < N; ++k) {
+        char* p = base[k];
+        for (int d = 0; d < ndim; ++d) p += idx[d] * strides[k][d];
+        ptrs[k] = p;
+      }
+      int64_t n = inner - idx[ndim - 1];
+      if (n > end - pos) n = end - pos;
+      f(ptrs, inner_strides, n);
+      pos += n;
+      idx[ndim - 1] += n;
+      for (int d = ndim - 1; d > 0 && idx[d] >= shape[d]; --d) {
+        idx[d] = 0;
+        ++idx[d - 1];
+      }
+    }
+  }
+
+  // Runs f over all elements, in parallel when large enough.
+  template <typename F>
+  void run(F f) const {
+    if (numel == 0) return;
+    if (numel < kParallelGrain) {
+      run_range(0, numel, f);
+      return;
+    }
+#pragma omp parallel
+    {
+      int nt = omp_num_threads_now(), t = omp_thread_num_now();
+      int64_t chunk = (numel + nt - 1) / nt;
+      int64_t b = t * chunk, e = b + chunk < numel ? b + chunk : numel;
+      F local = f;
+      if (b < e) run_range(b, e, local);
+    }
+  }
+};
+
+// Runs f(begin, end) over [0, n) split across threads when n * cost_per_item is large.
+template <typename F>
+void parallel_for(int64_t n, int64_t grain, F f) {
+  if (n <= 0) return;
+  if (n < grain || omp_num_threads_max() == 1) {
+    f(int64_t(0), n);
+    return;
+  }
+#pragma omp parallel
+  {
+    int nt = omp_num_threads_now(), t = omp_thread_num_now();
+    int64_t chunk = (n + nt - 1) / nt;
+    int64_t b = t * chunk, e = b + chunk < n ? b + chunk : n;
+    if (b < e) f(b, e);
+  }
+}
+
+}  // namespace tt::cpu

@@ -1,0 +1,54 @@
+// Device parsing, printing and the availability check every CUDA request passes through.
+#include "tinytorch/core/device.h"
+
+#include "tinytorch/core/error.h"
+
+namespace tt {
+
+Device::Device(const std::string& spec) {
+  if (spec == "cpu") {
+    type = kCPU;
+    index = 0;
+    return;
+  }
+  if (spec.rfind("cuda", 0) == 0) {
+    type = kCUDA;
+    index = 0;
+    if (spec.size() > 4) {
+      TT_CHECK_DEVICE(spec[4] == ':' && spec.size() > 5 &&
+                          spec.find_first_not_of("0123456789", 5) == std::string::npos,
+                      "Device: expected 'cpu', 'cuda' or 'cuda:N', got '", spec, "'");
+      index = static_cast<int8_t>(std::stoi(spec.substr(5)));
+    }
+    return;
+  }
+  throw DeviceError("Device: expected 'cpu', 'cuda' or 'cuda:N', got '" + spec + "'");
+}
+
+std::string Device::str() const {
+  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(int(index));
+}
+
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+
+void check_device_available(const Device& d, const char* op) {
+  if (d.is_cpu()) return;
+#ifndef TINYTORCH_HAS_CUDA
+  throw DeviceError(detail::concat(op, ": tinytorch was built without CUDA, cannot use device ",
+                                   d, " (rebuild with -DTINYTORCH_CUDA=ON on a machine with nvcc)"));
+#else
+  int n = cuda::device_count();
+  TT_CHECK_DEVICE(n > 0, op, ": no CUDA device is available, cannot use device ", d);
+  TT_CHECK_DEVICE(d.index >= 0 && d.index < n, op, ": CUDA device index ", int(d.index),
+                  " is out of range, this machine has ", n, " device(s)");
+#endif
+}
+
+#ifndef TINYTORCH_HAS_CUDA
+namespace cuda {
+bool is_available() { return false; }
+int device_count() { return 0; }
+}  // namespace cuda
+#endif
+
+}  // namespace tt

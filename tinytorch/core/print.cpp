@@ -1,0 +1,184 @@
+// Printing tensors the way PyTorch does:
+//   tensor([[ 1.0000, -2.5000],
+//           [ 3.0000,  4.0000]], dtype=float64)
+// One format for all elements (fixed with 4 decimals, integral floats as "1.", scientific when
+// the range is wide), right-aligned to one width; rows wrap at 80 columns; tensors of more than
+// 1000 elements show the first and last 3 entries of each long dim around "...".
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tinytorch/core/tensor.h"
+
+namespace tt {
+
+namespace {
+
+constexpr int64_t kThreshold = 1000;
+constexpr int64_t kEdgeItems = 3;
+constexpr int kLineWidth = 80;
+
+struct Formatter {
+  ScalarType dtype;
+  bool int_mode = true;  // floats that are all integral print as "3."
+  bool sci_mode = false;
+  int width = 1;
+
+  std::string format(double v) const {
+    char buf[64];
+    if (dtype == kBool) return v != 0 ? "True" : "False";
+    if (dtype == kInt64) {
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+      return buf;
+    }
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (sci_mode) {
+      std::snprintf(buf, sizeof buf, "%.4e", v);
+    } else if (int_mode) {
+      std::snprintf(buf, sizeof buf, "%.0f.", v);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.4f", v);
+    }
+    return buf;
+  }
+  std::string padded(double v) const {
+    std::string s = format(v);
+    return std::string(size_t(std::max<int>(0, width - int(s.size()))), ' ') + s;
+  }
+};
+
+// The values a printout shows (all, or the summarized edges), in row-major order.
+void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
+  if (t.dim() == 0) {
+    out.push_back(t.item<double>());
+    return;
+  }
+  int64_t n = t.size(0);
+  if (t.dim() == 1) {
+    std::vector<double> all = t.to_vector<double>();
+    if (summarize && n > 2 * kEdgeItems) {
+      out.insert(out.end(), all.begin(), all.begin() + kEdgeItems);
+      out.insert(out.end(), all.end() - kEdgeItems, all.end());
+    } else {
+      out.insert(out.end(), all.begin(), all.end());
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    collect(t.select(0, i), summarize, out);
+  }
+}
+
+Formatter make_formatter(const Tensor& t, bool summarize) {
+  Formatter f{t.dtype()};
+  std::vector<double> vals;
+  if (t.numel() > 0) collect(t, summarize, vals);
+  if (t.is_floating_point()) {
+    std::vector<double> finite;
+    for (double v : vals)
+      if (std::isfinite(v)) finite.push_back(v);
+    for (double v : finite)
+      if (std::ceil(v) != v) f.int_mode = false;
+    double mx = 0, mn = INFINITY;
+    for (double v : finite)
+      if (v != 0) {
+        mx = std::max(mx, std::fabs(v));
+        mn = std::min(mn, std::fabs(v));
+      }
+    if (!finite.empty() && mx > 0) {
+      if (f.int_mode) {
+        f.sci_mode = mx / mn > 1000.0 || mx > 1e8;
+      } else {
+        f.sci_mode = mx / mn > 1000.0 || mx > 1e8 || mn < 1e-4;
+      }
+    }
+  }
+  for (double v : vals) f.width = std::max<int>(f.width, int(f.format(v).size()));
+  return f;
+}
+
+void print_rec(std::ostream& os, const Tensor& t, const Formatter& f, bool summarize, int indent) {
+  if (t.dim() == 0) {
+    os << f.format(t.item<double>());
+    return;
+  }
+  int64_t n = t.size(0);
+  bool cut = summarize && n > 2 * kEdgeItems;
+  if (t.dim() == 1) {
+    std::vector<double> vals = t.to_vector<double>();
+    int per_line = std::max(1, (kLineWidth - indent) / (f.width + 2));
+    os << '[';
+    int on_line = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (cut && i == kEdgeItems) {
+        os << " ...,";
+        i = n - kEdgeItems;
+      }
+      if (on_line == per_line) {
+        os << '\n' << std::string(size_t(indent + 1), ' ');
+        on_line = 0;
+      } else if (i > 0) {
+        os << ' ';
+      }
+      os << f.padded(vals[size_t(i)]);
+      if (i + 1 < n) os << ',';
+      ++on_line;
+    }
+    os << ']';
+    return;
+  }
+  os << '[';
+  std::string sep = "," + std::string(size_t(t.dim() - 1), '\n') + std::string(size_t(indent + 1), ' ');
+  for (int64_t i = 0; i < n; ++i) {
+    if (i > 0) os << sep;
+    if (cut && i == kEdgeItems) {
+      os << "..." << sep;
+      i = n - kEdgeItems;
+    }
+    print_rec(os, t.select(0, i), f, summarize, indent + 1);
+  }
+  os << ']';
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "[ undefined tensor ]";
+  Tensor c = t.device().is_cpu() ? t : t.cpu();
+  bool summarize = c.numel() > kThreshold;
+  std::ostringstream body;
+  const std::string prefix = "tensor(";
+  std::vector<std::string> suffixes;
+  if (c.numel() == 0 && c.dim() != 1) {
+    body << "[]";
+    std::ostringstream sz;
+    sz << "size=(";
+    for (int d = 0; d < c.dim(); ++d) sz << (d ? ", " : "") << c.size(d);
+    sz << (c.dim() == 1 ? ",)" : ")");
+    suffixes.push_back(sz.str());
+  } else {
+    Formatter f = make_formatter(c, summarize);
+    print_rec(body, c, f, summarize, int(prefix.size()));
+  }
+  if (t.device().is_cuda()) suffixes.push_back("device='" + t.device().str() + "'");
+  if (t.dtype() == kFloat64) suffixes.push_back("dtype=float64");
+  if (t.requires_grad()) {
+    suffixes.push_back("requires_grad=True");
+  }
+  os << prefix << body.str();
+  for (const std::string& s : suffixes) os << ", " << s;
+  return os << ')';
+}
+
+std::string to_string(const Tensor& t) {
+  std::ostringstream os;
+  os << t;
+  return os.str();
+}
+
+}  // namespace tt

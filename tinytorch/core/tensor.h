@@ -1,0 +1,275 @@
+// Tensor: the user-facing handle to an n-dimensional array.
+//
+// A Tensor is a cheap HANDLE: it holds a shared pointer to a TensorImpl. Copying a Tensor
+// (`Tensor b = a;`) copies the pointer, not the data: `a` and `b` are the same tensor, and an
+// in-place change through one is seen through the other. Use clone() for a deep copy.
+// Views (transpose, slice, expand, view/reshape when possible, ...) are different TensorImpls
+// that share one Storage, each with its own offset, shape and strides.
+//
+// The methods here are thin: they forward to the free functions in tinytorch/ops, which hold
+// the math; kernels live behind the Backend seam (tinytorch/backend).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "tinytorch/core/device.h"
+#include "tinytorch/core/dtype.h"
+#include "tinytorch/core/error.h"
+#include "tinytorch/core/scalar.h"
+#include "tinytorch/core/shape.h"
+#include "tinytorch/core/storage.h"
+#include "tinytorch/core/tensor_options.h"
+
+namespace tt {
+
+namespace autograd {
+struct Node;
+}
+
+struct TensorImpl {
+  Storage storage;
+  int64_t offset = 0;  // in elements, into storage
+  Shape shape;
+  Shape strides;       // in elements
+  ScalarType dtype = kFloat32;
+  // Autograd state (used by tinytorch/autograd; plain data here).
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<autograd::Node> grad_fn;
+  uint32_t output_nr = 0;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: defined() is false
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- metadata -----------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  const Shape& sizes() const { return impl().shape; }
+  const Shape& strides() const { return impl().strides; }
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int dim() const { return impl().shape.size(); }
+  int64_t numel() const { return numel_of(impl().shape); }
+  ScalarType dtype() const { return impl().dtype; }
+  ScalarType scalar_type() const { return impl().dtype; }
+  Device device() const { return impl().storage->device; }
+  TensorOptions options() const { return TensorOptions().dtype(dtype()).device(device()); }
+  int64_t storage_offset() const { return impl().offset; }
+  size_t element_size() const { return tt::element_size(dtype()); }
+  bool is_contiguous() const;
+  bool is_floating_point() const { return tt::is_floating_point(dtype()); }
+  bool is_cuda() const { return device().is_cuda(); }
+  const Storage& storage() const { return impl().storage; }
+  uint64_t version() const { return impl().storage->version; }
+  void bump_version() const { ++impl().storage->version; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  TensorImpl* unsafe_impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+  // --- data access ----------------------------------------------------------------------
+  // data_ptr<T>() points at the first element (storage + offset); T must match dtype().
+  template <typename T>
+  T* data_ptr() const;
+  void* raw_data_ptr() const;
+  // item<T>() reads a one-element tensor (copying from the GPU if needed), converting to T.
+  template <typename T>
+  T item() const;
+  Scalar item() const;
+  template <typename T>
+  std::vector<T> to_vector() const;  // all elements in row-major order, as T
+
+  // --- autograd state -------------------------------------------------------------------
+  bool requires_grad() const { return impl().requires_grad; }
+  Tensor& requires_grad_(bool r = true);
+  Tensor grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(); }
+  Tensor detach() const;  // same storage, no autograd history
+
+  // --- conversion and copies ------------------------------------------------------------
+  Tensor to(ScalarType t, bool copy = false) const;
+  Tensor to(Device d, bool copy = false) const;
+  Tensor to(const TensorOptions& o, bool copy = false) const;
+  Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor cuda(int index = 0) const { return to(Device(kCUDA, index)); }
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(Scalar v);
+  Tensor& zero_() { return fill_(0); }
+
+  // --- views (share storage) ------------------------------------------------------------
+  Tensor view(const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const;
+  Tensor permute(const Shape& dims) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor expand(const Shape& shape) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+
+  // --- joining and splitting ------------------------------------------------------------
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+
+  // --- indexing ---------------------------------------------------------------------------
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor masked_fill(const Tensor& mask, Scalar value) const;
+  Tensor& masked_fill_(const Tensor& mask, Scalar value);
+
+  // --- elementwise ------------------------------------------------------------------------
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor pow(const Tensor& e) const;
+  Tensor pow(Scalar e) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor add(const Tensor& o, Scalar alpha = 1) const;
+  Tensor sub(const Tensor& o, Scalar alpha = 1) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor div(const Tensor& o) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor lt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  // In place: write into this tensor (and every view of its storage); bump the version.
+  Tensor& add_(const Tensor& o, Scalar alpha = 1);
+  Tensor& add_(Scalar o);
+  Tensor& sub_(const Tensor& o, Scalar alpha = 1);
+  Tensor& sub_(Scalar o);
+  Tensor& mul_(const Tensor& o);
+  Tensor& mul_(Scalar o);
+  Tensor& div_(const Tensor& o);
+  Tensor& div_(Scalar o);
+  Tensor& neg_();
+  Tensor& exp_();
+  Tensor& relu_();
+
+  // --- reductions -------------------------------------------------------------------------
+  Tensor sum() const;
+  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax() const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  // correction = 1 is the unbiased estimator (PyTorch's default); an empty dims list means all
+  // dims: t.var({}, 0) is the population variance of every element.
+  Tensor var() const;
+  Tensor var(const Shape& dims, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std() const;
+  Tensor std(const Shape& dims, int64_t correction = 1, bool keepdim = false) const;
+
+  // --- linear algebra ---------------------------------------------------------------------
+  Tensor matmul(const Tensor& o) const;
+  Tensor mm(const Tensor& o) const;
+  Tensor bmm(const Tensor& o) const;
+
+ private:
+  TensorImpl& impl() const {
+    TT_CHECK(impl_ != nullptr, "Tensor: this tensor is undefined (default-constructed)");
+    return *impl_;
+  }
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Printing like PyTorch: tensor([[1.0000, 2.0000], ...], dtype=float64). Large tensors are
+// summarized with "...". Defined in core/print.cpp.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::string to_string(const Tensor& t);
+
+// --- operators (elementwise, broadcasting) ----------------------------------------------
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(Scalar a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+// Elementwise comparisons returning bool tensors (as in LibTorch).
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, Scalar b);
+Tensor operator!=(const Tensor& a, Scalar b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, Scalar b);
+Tensor& operator+=(Tensor& a, const Tensor& b);
+Tensor& operator-=(Tensor& a, const Tensor& b);
+Tensor& operator*=(Tensor& a, const Tensor& b);
+Tensor& operator/=(Tensor& a, const Tensor& b);
+Tensor& operator+=(Tensor& a, Scalar b);
+Tensor& operator-=(Tensor& a, Scalar b);
+Tensor& operator*=(Tensor& a, Scalar b);
+Tensor& operator/=(Tensor& a, Scalar b);
+
+// --- template definitions ----------------------------------------------------------------
+template <typename T>
+T* Tensor::data_ptr() const {
+  TT_CHECK_DTYPE(dtype() == dtype_of<T>::value, "data_ptr: requested ", dtype_of<T>::value,
+                 " but the tensor has dtype ", dtype());
+  return static_cast<T*>(raw_data_ptr());
+}
+
+template <typename T>
+T Tensor::item() const {
+  return item().to<T>();
+}
+
+template <>
+inline bool Tensor::item<bool>() const {
+  Scalar s = item();
+  return s.is_floating_point() ? s.to<double>() != 0.0 : s.to<int64_t>() != 0;
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = to(Device(kCPU)).to(dtype_of<T>::value).contiguous();
+  const T* p = c.data_ptr<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+}  // namespace tt

@@ -1,0 +1,61 @@
+// Elementwise ops with broadcasting and type promotion: arithmetic, comparisons, unary math,
+// where, and their in-place forms.
+#pragma once
+
+#include "tinytorch/backend/backend.h"
+#include "tinytorch/core/tensor.h"
+
+namespace tt {
+
+// Result dtype of a binary op, as PyTorch decides it (a scalar operand does not widen a
+// tensor of the same category: float32 tensor + 2.5 stays float32).
+ScalarType result_type(const Tensor& a, const Tensor& b);
+ScalarType result_type(const Tensor& a, Scalar b);
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, Scalar b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, Scalar b);
+
+// Unary math. Float-only ops (exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid) turn integer
+// and bool inputs into float32 first, as PyTorch does.
+Tensor neg(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor sin(const Tensor& a);
+Tensor cos(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+
+// cond ? a : b, broadcasting all three. cond must be bool.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
+
+namespace detail {
+// In-place forms behind Tensor::add_, mul_, ... : type-checked, version-bumping.
+bool can_cast(ScalarType from, ScalarType to);
+Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other);
+Tensor& binary_inplace(BinaryOp op, Tensor& self, Scalar other);
+Tensor& unary_inplace(UnaryOp op, Tensor& self);
+}  // namespace detail
+
+}  // namespace tt

@@ -1,0 +1,91 @@
+// Indexing ops: checks (dtypes, shapes, every index in range) here, loops in backend/*/index.
+#include "tinytorch/ops/indexing.h"
+
+#include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/copy.h"
+#include "tinytorch/ops/elementwise.h"
+#include "tinytorch/ops/factory.h"
+#include "tinytorch/ops/reduction.h"
+
+namespace tt {
+
+namespace {
+void check_index(const Tensor& index, int64_t size, const char* op, int dim) {
+  TT_CHECK_DTYPE(index.dtype() == kInt64, op, ": expected an int64 index tensor, got dtype ", index.dtype());
+  if (index.numel() == 0) return;
+  int64_t lo = min(index).item<int64_t>(), hi = max(index).item<int64_t>();
+  TT_CHECK_INDEX(lo >= 0 && hi < size, op, ": index ", (lo < 0 ? lo : hi),
+                 " is out of bounds for dimension ", dim, " with size ", size);
+}
+void check_devices(const Tensor& a, const Tensor& b, const char* op) {
+  TT_CHECK_DEVICE(a.device() == b.device(), op, ": expected all tensors on the same device, got ",
+                  a.device(), " and ", b.device());
+}
+}  // namespace
+
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
+  TT_CHECK_INDEX(index.dim() <= 1, "index_select: index must be 0-d or 1-d, got shape ", index.shape());
+  check_devices(t, index, "index_select");
+  int d = wrap_dim(dim, t.dim(), "index_select");
+  check_index(index, t.dim() ? t.size(d) : 1, "index_select", d);
+  Shape shape = t.shape();
+  if (t.dim() > 0) shape[d] = index.numel();
+  Tensor out = empty(shape, t.options());
+  if (out.numel()) backend_for(t.device()).index_select(out, t, d, index);
+  return out;
+}
+
+Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
+  check_devices(t, index, "gather");
+  int d = wrap_dim(dim, t.dim(), "gather");
+  TT_CHECK_SHAPE(index.dim() == t.dim(), "gather: index tensor must have the same number of dimensions "
+                 "as the input, got ", index.shape(), " and ", t.shape());
+  for (int k = 0; k < t.dim(); ++k)
+    TT_CHECK_SHAPE(k == d || index.size(k) <= t.size(k), "gather: size of index ", index.shape(),
+                   " must not exceed the input's ", t.shape(), " in dimension ", k);
+  check_index(index, t.dim() ? t.size(d) : 1, "gather", d);
+  Tensor out = empty(index.shape(), t.options());
+  if (out.numel()) backend_for(t.device()).gather(out, t, d, index);
+  return out;
+}
+
+Tensor& scatter_add_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_devices(t, index, "scatter_add_");
+  check_devices(t, src, "scatter_add_");
+  int d = wrap_dim(dim, t.dim(), "scatter_add_");
+  TT_CHECK_DTYPE(src.dtype() == t.dtype(), "scatter_add_: expected src dtype ", t.dtype(), ", got ", src.dtype());
+  TT_CHECK_SHAPE(index.dim() == t.dim() && src.dim() == t.dim(), "scatter_add_: index and src must have "
+                 "as many dimensions as self, got self ", t.shape(), ", index ", index.shape(), ", src ", src.shape());
+  for (int k = 0; k < t.dim(); ++k) {
+    TT_CHECK_SHAPE(index.size(k) <= src.size(k), "scatter_add_: index ", index.shape(),
+                   " must not be larger than src ", src.shape(), " in dimension ", k);
+    TT_CHECK_SHAPE(k == d || index.size(k) <= t.size(k), "scatter_add_: index ", index.shape(),
+                   " must not be larger than self ", t.shape(), " in dimension ", k);
+  }
+  check_index(index, t.dim() ? t.size(d) : 1, "scatter_add_", d);
+  detail::check_writable(t, "scatter_add_");
+  if (index.numel()) backend_for(t.device()).scatter_add(t, d, index, src);
+  t.bump_version();
+  return t;
+}
+
+Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = clone(t);
+  return scatter_add_(out, dim, index, src);
+}
+
+Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {
+  TT_CHECK_DTYPE(mask.dtype() == kBool, "masked_fill: expected a bool mask, got dtype ", mask.dtype());
+  check_devices(t, mask, "masked_fill");
+  Shape b = broadcast_shapes(t.shape(), mask.shape(), "masked_fill");
+  TT_CHECK_SHAPE(b == t.shape(), "masked_fill: mask of shape ", mask.shape(),
+                 " must broadcast to the input's shape ", t.shape());
+  return where(mask, full({}, value, t.options()), t);
+}
+
+Tensor& masked_fill_(Tensor& t, const Tensor& mask, Scalar value) {
+  Tensor filled = masked_fill(t, mask, value);
+  return copy_(t, filled);
+}
+
+}  // namespace tt

@@ -1,0 +1,102 @@
+// cat/stack copy their inputs into slices of one new tensor; split/chunk return views.
+#include "tinytorch/ops/join.h"
+
+#include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/copy.h"
+#include "tinytorch/ops/factory.h"
+#include "tinytorch/ops/view.h"
+
+namespace tt {
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  TT_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
+  // Legacy PyTorch rule: 1-d tensors of size 0 are skipped whatever the others' shapes.
+  std::vector<const Tensor*> parts;
+  for (const Tensor& t : tensors)
+    if (!(t.dim() == 1 && t.size(0) == 0)) parts.push_back(&t);
+  if (parts.empty()) return tensors[0].clone();
+  const Tensor& ref = *parts[0];
+  TT_CHECK_SHAPE(ref.dim() > 0, "cat: zero-dimensional tensor cannot be concatenated");
+  int d = wrap_dim(dim, ref.dim(), "cat");
+  ScalarType dtype = ref.dtype();
+  int64_t total = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& t = *parts[i];
+    TT_CHECK_DEVICE(t.device() == ref.device(), "cat: expected all tensors to be on the same device, got ",
+                    ref.device(), " and ", t.device(), " (tensor ", i, ")");
+    TT_CHECK_SHAPE(t.dim() == ref.dim(), "cat: tensors must have the same number of dimensions, got ",
+                   ref.shape(), " and ", t.shape(), " (tensor ", i, ")");
+    for (int k = 0; k < t.dim(); ++k)
+      TT_CHECK_SHAPE(k == d || t.size(k) == ref.size(k), "cat: sizes of tensors must match except in "
+                     "dimension ", d, ", got ", ref.shape(), " and ", t.shape(), " (tensor ", i, ")");
+    dtype = promote_types(dtype, t.dtype());
+    total += t.size(d);
+  }
+  Shape shape = ref.shape();
+  shape[d] = total;
+  Tensor out = empty(shape, ref.options().dtype(dtype));
+  Backend& be = backend_for(out.device());
+  int64_t pos = 0;
+  for (const Tensor* t : parts) {
+    be.copy(slice(out, d, pos, pos + t->size(d)), *t);
+    pos += t->size(d);
+  }
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  TT_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors");
+  int d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    TT_CHECK_SHAPE(tensors[i].shape() == tensors[0].shape(), "stack: expects each tensor to be equal "
+                   "size, but got ", tensors[0].shape(), " at entry 0 and ", tensors[i].shape(),
+                   " at entry ", i);
+    parts.push_back(unsqueeze(tensors[i], d));
+  }
+  return cat(parts, d);
+}
+
+std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
+  TT_CHECK(t.dim() > 0, "split: cannot split a 0-dim tensor");
+  int d = wrap_dim(dim, t.dim(), "split");
+  int64_t n = t.size(d);
+  TT_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split: split_size must be positive, got ", split_size);
+  std::vector<Tensor> out;
+  if (n == 0) {
+    out.push_back(t.slice(d, 0, 0));
+    return out;
+  }
+  for (int64_t start = 0; start < n; start += split_size)
+    out.push_back(narrow(t, d, start, std::min(split_size, n - start)));
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim) {
+  TT_CHECK(t.dim() > 0, "split: cannot split a 0-dim tensor");
+  int d = wrap_dim(dim, t.dim(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    TT_CHECK(s >= 0, "split: split sizes must be non-negative, got ", Shape(sizes));
+    total += s;
+  }
+  TT_CHECK_SHAPE(total == t.size(d), "split: split sizes ", Shape(sizes), " must sum to the size of dimension ",
+                 d, " (", t.size(d), ")");
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(narrow(t, d, start, s));
+    start += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
+  TT_CHECK(chunks > 0, "chunk: number of chunks must be positive, got ", chunks);
+  TT_CHECK(t.dim() > 0, "chunk: cannot chunk a 0-dim tensor");
+  int d = wrap_dim(dim, t.dim(), "chunk");
+  int64_t size = (t.size(d) + chunks - 1) / chunks;
+  return split(t, std::max<int64_t>(size, t.size(d) == 0 ? 0 : 1), d);
+}
+
+}  // namespace tt

@@ -1,0 +1,78 @@
+// matmul and friends: shape rules and batch broadcasting here, GEMM in backend/*/gemm.
+#include "tinytorch/ops/linalg.h"
+
+#include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/copy.h"
+#include "tinytorch/ops/factory.h"
+#include "tinytorch/ops/view.h"
+
+namespace tt {
+
+namespace {
+
+void check_operands(const Tensor& a, const Tensor& b, const char* op) {
+  TT_CHECK_DEVICE(a.device() == b.device(), op, ": expected both operands on the same device, got ",
+                  a.device(), " and ", b.device());
+  TT_CHECK_DTYPE(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ",
+                 a.dtype(), " and ", b.dtype());
+  TT_CHECK_DTYPE(a.dtype() != kBool, op, ": not supported for bool tensors");
+}
+
+Tensor blas_ready(const Tensor& m) {
+  return (!m.is_floating_point() || blas_compatible(m)) ? m : contiguous(m);
+}
+
+// a: [B.., M, K], b: [B.., K, N] with any batch dims -> [bcast(B..), M, N].
+Tensor batched_matmul(const Tensor& a, const Tensor& b, const char* op) {
+  int64_t M = a.size(-2), K = a.size(-1), K2 = b.size(-2), N = b.size(-1);
+  TT_CHECK_SHAPE(K == K2, op, ": inner dimensions must match, got ", a.shape(), " and ", b.shape());
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape batch = broadcast_shapes(ba, bb, op);
+  Shape sa = batch, sb = batch, so = batch;
+  sa.push_back(M); sa.push_back(K);
+  sb.push_back(K); sb.push_back(N);
+  so.push_back(M); so.push_back(N);
+  Tensor out = empty(so, a.options());
+  backend_for(a.device()).gemm(out, blas_ready(expand(a, sa)), blas_ready(expand(b, sb)), 0.0);
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_operands(a, b, "matmul");
+  TT_CHECK_SHAPE(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, got ",
+                 a.shape(), " and ", b.shape());
+  if (a.dim() == 1 && b.dim() == 1) return dot(a, b);
+  if (a.dim() == 1) {  // [K] @ [.., K, N] -> [.., N]
+    TT_CHECK_SHAPE(a.size(0) == b.size(-2), "matmul: inner dimensions must match, got ", a.shape(), " and ", b.shape());
+    return squeeze(batched_matmul(unsqueeze(a, 0), b, "matmul"), -2);
+  }
+  if (b.dim() == 1) {  // [.., M, K] @ [K] -> [.., M]
+    TT_CHECK_SHAPE(a.size(-1) == b.size(0), "matmul: inner dimensions must match, got ", a.shape(), " and ", b.shape());
+    return squeeze(batched_matmul(a, unsqueeze(b, 1), "matmul"), -1);
+  }
+  return batched_matmul(a, b, "matmul");
+}
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  check_operands(a, b, "mm");
+  TT_CHECK_SHAPE(a.dim() == 2 && b.dim() == 2, "mm: expected 2-d matrices, got ", a.shape(), " and ", b.shape());
+  return batched_matmul(a, b, "mm");
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_operands(a, b, "bmm");
+  TT_CHECK_SHAPE(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-d tensors, got ", a.shape(), " and ", b.shape());
+  TT_CHECK_SHAPE(a.size(0) == b.size(0), "bmm: batch sizes must match, got ", a.shape(), " and ", b.shape());
+  return batched_matmul(a, b, "bmm");
+}
+
+Tensor dot(const Tensor& a, const Tensor& b) {
+  check_operands(a, b, "dot");
+  TT_CHECK_SHAPE(a.dim() == 1 && b.dim() == 1, "dot: expected 1-d tensors, got ", a.shape(), " and ", b.shape());
+  TT_CHECK_SHAPE(a.size(0) == b.size(0), "dot: inconsistent tensor size, got ", a.shape(), " and ", b.shape());
+  return reshape(batched_matmul(unsqueeze(a, 0), unsqueeze(b, 1), "dot"), {});
+}
+
+}  // namespace tt

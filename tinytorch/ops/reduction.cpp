@@ -1,0 +1,141 @@
+// Reductions: dim handling, output dtypes and shapes here; the loops in backend/*/reduce.
+#include "tinytorch/ops/reduction.h"
+
+#include <cmath>
+
+#include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/copy.h"
+#include "tinytorch/ops/elementwise.h"
+#include "tinytorch/ops/factory.h"
+#include "tinytorch/ops/view.h"
+
+namespace tt {
+
+namespace {
+
+// Which dims a reduction covers; an empty `dims` list means all of them (as PyTorch's sum).
+struct DimMask {
+  bool reduce[kMaxDims] = {};
+};
+
+DimMask make_mask(const Tensor& t, const Shape& dims, const char* op) {
+  DimMask m;
+  if (dims.empty()) {
+    for (int d = 0; d < t.dim(); ++d) m.reduce[d] = true;
+    return m;
+  }
+  for (int64_t dim : dims) {
+    int d = wrap_dim(dim, t.dim(), op);
+    TT_CHECK_INDEX(t.dim() == 0 || !m.reduce[d], op, ": dim ", d, " appears multiple times in the list of dims ", dims);
+    if (t.dim() > 0) m.reduce[d] = true;
+  }
+  return m;
+}
+
+Shape keepdim_shape(const Tensor& t, const DimMask& m) {
+  Shape s = t.shape();
+  for (int d = 0; d < t.dim(); ++d)
+    if (m.reduce[d]) s[d] = 1;
+  return s;
+}
+
+Shape final_shape(const Tensor& t, const DimMask& m, bool keepdim) {
+  if (keepdim) return keepdim_shape(t, m);
+  Shape s;
+  for (int d = 0; d < t.dim(); ++d)
+    if (!m.reduce[d]) s.push_back(t.size(d));
+  return s;
+}
+
+int64_t reduced_count(const Tensor& t, const DimMask& m) {
+  int64_t n = 1;
+  for (int d = 0; d < t.dim(); ++d)
+    if (m.reduce[d]) n *= t.size(d);
+  return n;
+}
+
+// Runs a reduce kernel into a keepdim-shaped output, then drops the reduced dims.
+Tensor run_reduce(ReduceOp op, const Tensor& in, const DimMask& m, bool keepdim, ScalarType out_dtype) {
+  Tensor out = empty(keepdim_shape(in, m), in.options().dtype(out_dtype));
+  backend_for(in.device()).reduce(op, out, in);
+  return keepdim ? out : view(out, final_shape(in, m, keepdim));
+}
+
+Tensor sum_impl(const Tensor& t, const DimMask& m, bool keepdim) {
+  // bool and int64 sum to int64, like PyTorch.
+  Tensor in = t.is_floating_point() ? t : to_dtype(t, kInt64);
+  if (in.numel() == 0) return zeros(final_shape(in, m, keepdim), in.options());
+  return run_reduce(ReduceOp::Sum, in, m, keepdim, in.dtype());
+}
+
+Tensor extreme(ReduceOp op, const Tensor& t, int64_t dim, bool keepdim, const char* name) {
+  TT_CHECK_DTYPE(t.dtype() != kBool || op == ReduceOp::Max || op == ReduceOp::Min, name,
+                 ": not implemented for bool tensors");
+  Tensor in = t.dtype() == kBool ? to_dtype(t, kInt64) : t;
+  DimMask m = make_mask(in, {dim}, name);
+  int d = t.dim() ? wrap_dim(dim, t.dim(), name) : 0;
+  TT_CHECK_INDEX(t.dim() == 0 || t.size(d) > 0, name, ": cannot reduce over dimension ", d,
+                 " of size 0 (the operation has no identity), input shape ", t.shape());
+  bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+  Tensor r = run_reduce(op, in, m, keepdim, arg ? kInt64 : in.dtype());
+  return (!arg && t.dtype() == kBool) ? to_dtype(r, kBool) : r;
+}
+
+Tensor extreme_all(ReduceOp op, const Tensor& t, const char* name) {
+  TT_CHECK(t.numel() > 0, name, ": expected a non-empty tensor, got shape ", t.shape(),
+           " (the operation has no identity)");
+  Tensor flat = reshape(t, {-1});
+  return extreme(op, flat, 0, false, name);
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& t) { return sum_impl(t, make_mask(t, {}, "sum"), false); }
+Tensor sum(const Tensor& t, const Shape& dims, bool keepdim) {
+  return sum_impl(t, make_mask(t, dims, "sum"), keepdim);
+}
+
+Tensor mean(const Tensor& t, const Shape& dims, bool keepdim) {
+  TT_CHECK_DTYPE(t.is_floating_point(), "mean: could not infer output dtype, the input dtype must be "
+                 "floating point, got ", t.dtype());
+  DimMask m = make_mask(t, dims, "mean");
+  int64_t n = reduced_count(t, m);
+  Tensor s = sum_impl(t, m, keepdim);
+  return div(s, Scalar(double(n)));  // n == 0 gives NaN, as in PyTorch
+}
+Tensor mean(const Tensor& t) { return mean(t, {}, false); }
+
+Tensor max(const Tensor& t) { return extreme_all(ReduceOp::Max, t, "max"); }
+Tensor min(const Tensor& t) { return extreme_all(ReduceOp::Min, t, "min"); }
+Tensor argmax(const Tensor& t) { return extreme_all(ReduceOp::ArgMax, t, "argmax"); }
+Tensor argmin(const Tensor& t) { return extreme_all(ReduceOp::ArgMin, t, "argmin"); }
+std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
+  return {extreme(ReduceOp::Max, t, dim, keepdim, "max"), extreme(ReduceOp::ArgMax, t, dim, keepdim, "max")};
+}
+std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim) {
+  return {extreme(ReduceOp::Min, t, dim, keepdim, "min"), extreme(ReduceOp::ArgMin, t, dim, keepdim, "min")};
+}
+Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {
+  return extreme(ReduceOp::ArgMax, t, dim, keepdim, "argmax");
+}
+Tensor argmin(const Tensor& t, int64_t dim, bool keepdim) {
+  return extreme(ReduceOp::ArgMin, t, dim, keepdim, "argmin");
+}
+
+Tensor var(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim) {
+  TT_CHECK_DTYPE(t.is_floating_point(), "var: expected a floating-point tensor, got dtype ", t.dtype());
+  DimMask m = make_mask(t, dims, "var");
+  int64_t n = reduced_count(t, m);
+  Tensor mu = mean(t, dims, /*keepdim=*/true);
+  Tensor dev = sub(t, mu);
+  Tensor ss = sum_impl(mul(dev, dev), m, keepdim);
+  // n - correction <= 0 gives inf or NaN, as in PyTorch.
+  return div(ss, Scalar(double(n - correction)));
+}
+Tensor var(const Tensor& t) { return var(t, {}, 1, false); }
+Tensor std(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim) {
+  return sqrt(var(t, dims, correction, keepdim));
+}
+Tensor std(const Tensor& t) { return sqrt(var(t)); }
+
+}  // namespace tt

@@ -1,0 +1,237 @@
+// View ops: each computes a new (offset, shape, strides) over the input's storage.
+//
+//   t = [[0, 1, 2],        storage: 0 1 2 3 4 5
+//        [3, 4, 5]]        shape [2, 3], strides [3, 1]
+//   t.t()                  shape [3, 2], strides [1, 3]   (same storage, nothing copied)
+//   t.slice(1, 0, 3, 2)    shape [2, 2], strides [3, 2]
+//   t[:, 1:2].expand       stride 0 along the expanded dim
+#include "tinytorch/ops/view.h"
+
+#include <numeric>
+
+#include "tinytorch/ops/copy.h"
+#include "tinytorch/ops/factory.h"
+
+namespace tt {
+
+namespace {
+Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
+  return detail::make_tensor(t.storage(), offset, shape, strides, t.dtype());
+}
+
+// Resolves one -1 in `shape` against numel; checks the product.
+Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
+  Shape out = shape;
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      TT_CHECK_SHAPE(infer < 0, op, ": only one dimension can be inferred, got ", shape);
+      infer = i;
+    } else {
+      TT_CHECK_SHAPE(out[i] >= 0, op, ": invalid shape dimension ", out[i], " in ", shape);
+      known *= out[i];
+    }
+  }
+  if (infer >= 0) {
+    TT_CHECK_SHAPE(known != 0 && numel % known == 0, op, ": shape ", shape,
+                   " is invalid for input of size ", numel);
+    out[infer] = numel / known;
+  } else {
+    TT_CHECK_SHAPE(known == numel, op, ": shape ", shape, " is invalid for input of size ", numel);
+  }
+  return out;
+}
+
+// Strides for viewing (old shape, old strides) as new_shape without a copy, or false.
+// Groups of old dims that are contiguous with each other may be split or merged freely.
+bool compute_view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape,
+                          Shape& new_strides) {
+  // TT_EXERCISE_BEGIN(01)
+  new_strides.resize(new_shape.size());
+  if (numel_of(old_shape) == 0 || old_shape.empty()) {
+    new_strides = contiguous_strides(new_shape);
+    return true;
+  }
+  int view_d = new_shape.size() - 1;
+  int64_t chunk_base_stride = old_strides.size() ? old_strides.back() : 1;
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int d = old_shape.size() - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    // A chunk ends where the next-outer old dim is not contiguous with this one.
+    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
+        new_strides[view_d] = view_numel * chunk_base_stride;
+        view_numel *= new_shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (d > 0) {
+        chunk_base_stride = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+  // TT_EXERCISE_END
+}
+}  // namespace
+
+Tensor view(const Tensor& t, const Shape& shape) {
+  Shape target = infer_size(shape, t.numel(), "view");
+  Shape strides;
+  TT_CHECK_SHAPE(compute_view_strides(t.shape(), t.strides(), target, strides),
+                 "view: size is not compatible with the input tensor's size and stride (at least "
+                 "one dimension spans across two contiguous subspaces), input shape ", t.shape(),
+                 " strides ", t.strides(), ", requested ", target, "; use reshape() instead");
+  return make_view(t, target, strides, t.storage_offset());
+}
+
+Tensor reshape(const Tensor& t, const Shape& shape) {
+  Shape target = infer_size(shape, t.numel(), "reshape");
+  Shape strides;
+  if (compute_view_strides(t.shape(), t.strides(), target, strides))
+    return make_view(t, target, strides, t.storage_offset());
+  return view(clone(t), target);
+}
+
+Tensor flatten(const Tensor& t, int64_t start_dim, int64_t end_dim) {
+  if (t.dim() == 0) return reshape(t, {1});
+  int s = wrap_dim(start_dim, t.dim(), "flatten"), e = wrap_dim(end_dim, t.dim(), "flatten");
+  TT_CHECK_INDEX(s <= e, "flatten: start_dim cannot come after end_dim, got ", start_dim, " and ", end_dim);
+  Shape shape;
+  for (int d = 0; d < s; ++d) shape.push_back(t.size(d));
+  int64_t n = 1;
+  for (int d = s; d <= e; ++d) n *= t.size(d);
+  shape.push_back(n);
+  for (int d = e + 1; d < t.dim(); ++d) shape.push_back(t.size(d));
+  return reshape(t, shape);
+}
+
+Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
+  if (t.dim() == 0) {
+    wrap_dim(d0, 0, "transpose");
+    wrap_dim(d1, 0, "transpose");
+    return make_view(t, t.shape(), t.strides(), t.storage_offset());
+  }
+  int a = wrap_dim(d0, t.dim(), "transpose"), b = wrap_dim(d1, t.dim(), "transpose");
+  Shape shape = t.shape(), strides = t.strides();
+  std::swap(shape[a], shape[b]);
+  std::swap(strides[a], strides[b]);
+  return make_view(t, shape, strides, t.storage_offset());
+}
+
+Tensor permute(const Tensor& t, const Shape& dims) {
+  TT_CHECK_SHAPE(dims.size() == t.dim(), "permute: number of dims don't match, the input has ",
+                 t.dim(), " dims but the permutation ", dims, " has ", dims.size());
+  Shape shape, strides;
+  bool seen[kMaxDims] = {};
+  for (int i = 0; i < dims.size(); ++i) {
+    int d = wrap_dim(dims[i], t.dim(), "permute");
+    TT_CHECK_INDEX(!seen[d], "permute: repeated dim ", dims[i], " in permutation ", dims);
+    seen[d] = true;
+    shape.push_back(t.size(d));
+    strides.push_back(t.stride(d));
+  }
+  return make_view(t, shape, strides, t.storage_offset());
+}
+
+Tensor unsqueeze(const Tensor& t, int64_t dim) {
+  int d = wrap_dim(dim, t.dim() + 1, "unsqueeze");
+  Shape shape = t.shape(), strides = t.strides();
+  int64_t st = d < t.dim() ? t.stride(d) * t.size(d) : 1;
+  shape.insert(d, 1);
+  strides.insert(d, st);
+  return make_view(t, shape, strides, t.storage_offset());
+}
+
+Tensor squeeze(const Tensor& t) {
+  Shape shape, strides;
+  for (int d = 0; d < t.dim(); ++d)
+    if (t.size(d) != 1) {
+      shape.push_back(t.size(d));
+      strides.push_back(t.stride(d));
+    }
+  return make_view(t, shape, strides, t.storage_offset());
+}
+
+Tensor squeeze(const Tensor& t, int64_t dim) {
+  if (t.dim() == 0) {
+    wrap_dim(dim, 0, "squeeze");
+    return make_view(t, t.shape(), t.strides(), t.storage_offset());
+  }
+  int d = wrap_dim(dim, t.dim(), "squeeze");
+  if (t.size(d) != 1) return make_view(t, t.shape(), t.strides(), t.storage_offset());
+  Shape shape = t.shape(), strides = t.strides();
+  shape.erase(d);
+  strides.erase(d);
+  return make_view(t, shape, strides, t.storage_offset());
+}
+
+Tensor expand(const Tensor& t, const Shape& sizes) {
+  TT_CHECK_SHAPE(sizes.size() >= t.dim(), "expand: the number of sizes provided (", sizes.size(),
+                 ") must be greater or equal to the number of dimensions in the tensor (", t.dim(),
+                 "), got ", sizes, " for a tensor of shape ", t.shape());
+  Shape shape, strides;
+  int off = sizes.size() - t.dim();
+  for (int i = 0; i < sizes.size(); ++i) {
+    int j = i - off;
+    int64_t want = sizes[i];
+    if (j < 0) {
+      TT_CHECK_SHAPE(want >= 0, "expand: -1 is not allowed in a leading, new dimension, got ", sizes);
+      shape.push_back(want);
+      strides.push_back(0);
+      continue;
+    }
+    int64_t have = t.size(j);
+    if (want == -1) want = have;
+    TT_CHECK_SHAPE(have == want || have == 1, "expand: the expanded size of the tensor (", want,
+                   ") must match the existing size (", have, ") at non-singleton dimension ", i,
+                   ", target sizes ", sizes, ", tensor shape ", t.shape());
+    shape.push_back(want);
+    strides.push_back(have == want ? t.stride(j) : 0);
+  }
+  return make_view(t, shape, strides, t.storage_offset());
+}
+
+Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  TT_CHECK_INDEX(t.dim() > 0, "slice: cannot be applied to a 0-dim tensor");
+  int d = wrap_dim(dim, t.dim(), "slice");
+  TT_CHECK(step > 0, "slice: step must be positive, got ", step);
+  int64_t n = t.size(d);
+  // Python slicing: negative indices count from the end; out-of-range bounds clamp.
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::min(std::max<int64_t>(start, 0), n);
+  end = std::min(std::max<int64_t>(end, start), n);
+  Shape shape = t.shape(), strides = t.strides();
+  shape[d] = (end - start + step - 1) / step;
+  strides[d] = t.stride(d) * step;
+  return make_view(t, shape, strides, t.storage_offset() + start * t.stride(d));
+}
+
+Tensor select(const Tensor& t, int64_t dim, int64_t index) {
+  TT_CHECK_INDEX(t.dim() > 0, "select: cannot be applied to a 0-dim tensor");
+  int d = wrap_dim(dim, t.dim(), "select");
+  int64_t n = t.size(d);
+  TT_CHECK_INDEX(index >= -n && index < n, "select: index ", index, " is out of bounds for dimension ",
+                 d, " with size ", n);
+  if (index < 0) index += n;
+  Shape shape = t.shape(), strides = t.strides();
+  shape.erase(d);
+  strides.erase(d);
+  return make_view(t, shape, strides, t.storage_offset() + index * t.stride(d));
+}
+
+Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  TT_CHECK_INDEX(t.dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
+  int d = wrap_dim(dim, t.dim(), "narrow");
+  int64_t n = t.size(d);
+  if (start < 0) start += n;
+  TT_CHECK_INDEX(start >= 0 && length >= 0 && start + length <= n, "narrow: start (", start,
+                 ") + length (", length, ") exceeds dimension size (", n, ") of dimension ", d);
+  return slice(t, d, start, start + length, 1);
+}
+
+}  // namespace tt
