@@ -15,9 +15,11 @@ Device::Device(const std::string& spec) {
     type = kCUDA;
     index = 0;
     if (spec.size() > 4) {
-      TT_CHECK_DEVICE(spec[4] == ':' && spec.size() > 5 &&
-                          spec.find_first_not_of("0123456789", 5) == std::string::npos,
-                      "Device: expected 'cpu', 'cuda' or 'cuda:N', got '", spec, "'");
+      // N has 1 to 3 digits (so stoi cannot overflow) and fits the int8 index.
+      bool digits = spec[4] == ':' && spec.size() > 5 && spec.size() <= 8 &&
+                    spec.find_first_not_of("0123456789", 5) == std::string::npos;
+      TT_CHECK_DEVICE(digits && std::stoi(spec.substr(5)) <= 127,
+                      "Device: expected 'cpu', 'cuda' or 'cuda:N' with 0 <= N <= 127, got '", spec, "'");
       index = static_cast<int8_t>(std::stoi(spec.substr(5)));
     }
     return;

@@ -52,6 +52,17 @@ struct Formatter {
 };
 
 // The values a printout shows (all, or the summarized edges), in row-major order.
+// The values a 1-d row shows: all of them, or only the first and last kEdgeItems when it is
+// cut (read through slices, so printing a huge tensor never copies all of it).
+std::vector<double> shown_values(const Tensor& row, bool cut) {
+  if (!cut) return row.to_vector<double>();
+  int64_t n = row.size(0);
+  std::vector<double> v = row.slice(0, 0, kEdgeItems).to_vector<double>();
+  std::vector<double> tail = row.slice(0, n - kEdgeItems, n).to_vector<double>();
+  v.insert(v.end(), tail.begin(), tail.end());
+  return v;
+}
+
 void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
   if (t.dim() == 0) {
     out.push_back(t.item<double>());
@@ -59,13 +70,8 @@ void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
   }
   int64_t n = t.size(0);
   if (t.dim() == 1) {
-    std::vector<double> all = t.to_vector<double>();
-    if (summarize && n > 2 * kEdgeItems) {
-      out.insert(out.end(), all.begin(), all.begin() + kEdgeItems);
-      out.insert(out.end(), all.end() - kEdgeItems, all.end());
-    } else {
-      out.insert(out.end(), all.begin(), all.end());
-    }
+    std::vector<double> vals = shown_values(t, summarize && n > 2 * kEdgeItems);
+    out.insert(out.end(), vals.begin(), vals.end());
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -98,7 +104,11 @@ Formatter make_formatter(const Tensor& t, bool summarize) {
       }
     }
   }
-  for (double v : vals) f.width = std::max<int>(f.width, int(f.format(v).size()));
+  // As PyTorch: a float's width comes from its nonzero finite values only, so "nan", "inf"
+  // and "0." never widen the other entries.
+  for (double v : vals)
+    if (!t.is_floating_point() || (std::isfinite(v) && v != 0))
+      f.width = std::max<int>(f.width, int(f.format(v).size()));
   return f;
 }
 
@@ -110,24 +120,19 @@ void print_rec(std::ostream& os, const Tensor& t, const Formatter& f, bool summa
   int64_t n = t.size(0);
   bool cut = summarize && n > 2 * kEdgeItems;
   if (t.dim() == 1) {
-    std::vector<double> vals = t.to_vector<double>();
-    int per_line = std::max(1, (kLineWidth - indent) / (f.width + 2));
+    // The entries (with " ..." standing in for the elided middle, counted as one entry), then
+    // as many per line as fit in 80 columns, joined by ", ".
+    std::vector<double> vals = shown_values(t, cut);
+    std::vector<std::string> items;
+    for (size_t i = 0; i < vals.size(); ++i) {
+      if (cut && i == size_t(kEdgeItems)) items.push_back(" ...");
+      items.push_back(f.padded(vals[i]));
+    }
+    size_t per_line = size_t(std::max(1, (kLineWidth - indent) / (f.width + 2)));
     os << '[';
-    int on_line = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (cut && i == kEdgeItems) {
-        os << " ...,";
-        i = n - kEdgeItems;
-      }
-      if (on_line == per_line) {
-        os << '\n' << std::string(size_t(indent + 1), ' ');
-        on_line = 0;
-      } else if (i > 0) {
-        os << ' ';
-      }
-      os << f.padded(vals[size_t(i)]);
-      if (i + 1 < n) os << ',';
-      ++on_line;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) os << (i % per_line == 0 ? ",\n" + std::string(size_t(indent + 1), ' ') : ", ");
+      os << items[i];
     }
     os << ']';
     return;
@@ -166,13 +171,32 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     print_rec(body, c, f, summarize, int(prefix.size()));
   }
   if (t.device().is_cuda()) suffixes.push_back("device='" + t.device().str() + "'");
-  if (t.dtype() == kFloat64) suffixes.push_back("dtype=float64");
+  // float32, int64 and bool show no dtype, except in an empty tensor, where no value tells
+  // an int64 from a float32 (PyTorch's rule).
+  bool default_dtype = c.numel() == 0 ? t.dtype() == kFloat32
+                                      : t.dtype() == kFloat32 || t.dtype() == kInt64 || t.dtype() == kBool;
+  if (!default_dtype) suffixes.push_back(std::string("dtype=") + dtype_name(t.dtype()));
   if (t.requires_grad()) {
     suffixes.push_back("requires_grad=True");
   }
-  os << prefix << body.str();
-  for (const std::string& s : suffixes) os << ", " << s;
-  return os << ')';
+  // Suffixes follow on the last line while it stays within 80 columns, else on a new line
+  // indented like the data. `last` mirrors PyTorch's count, which runs 2 over the line length,
+  // and a dtype suffix counts as PyTorch's longer "dtype=torch.float64", so that lines break
+  // exactly where PyTorch breaks them.
+  std::string out = prefix + body.str();
+  size_t nl = out.rfind('\n');
+  int64_t last = int64_t(out.size()) - (nl == std::string::npos ? -1 : int64_t(nl)) + 1;
+  for (const std::string& s : suffixes) {
+    int64_t torch_len = int64_t(s.size()) + (s.rfind("dtype=", 0) == 0 ? 6 : 0);
+    if (last + torch_len + 2 > kLineWidth) {
+      out += ",\n" + std::string(prefix.size(), ' ') + s;
+      last = int64_t(prefix.size()) + torch_len;
+    } else {
+      out += ", " + s;
+      last += torch_len + 2;
+    }
+  }
+  return os << out << ')';
 }
 
 std::string to_string(const Tensor& t) {

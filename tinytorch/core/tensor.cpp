@@ -27,7 +27,7 @@ void* Tensor::raw_data_ptr() const {
 }
 
 Scalar Tensor::item() const {
-  TT_CHECK(numel() == 1, "item: a tensor with ", numel(), " elements cannot be converted to a scalar, shape ", shape());
+  TT_CHECK_SHAPE(numel() == 1, "item: a tensor with ", numel(), " elements cannot be converted to a scalar, shape ", shape());
   Tensor c = device().is_cpu() ? *this : cpu();
   Scalar out;
   TT_DISPATCH_ALL(dtype(), "item", [&] { out = Scalar(*c.data_ptr<scalar_t>()); });
@@ -115,6 +115,7 @@ Tensor& Tensor::add_(const Tensor& o, Scalar alpha) {
 }
 Tensor& Tensor::add_(Scalar o) { return detail::binary_inplace(BinaryOp::Add, *this, o); }
 Tensor& Tensor::sub_(const Tensor& o, Scalar alpha) {
+  detail::check_sub_dtypes(dtype(), o.dtype());
   if (alpha.to<double>() == 1.0) return detail::binary_inplace(BinaryOp::Sub, *this, o);
   return detail::binary_inplace(BinaryOp::Sub, *this, tt::mul(o, alpha));
 }
@@ -157,7 +158,10 @@ Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
 Tensor operator+(Scalar a, const Tensor& b) { return add(b, a); }
-Tensor operator-(Scalar a, const Tensor& b) { return add(neg(b), a); }
+Tensor operator-(Scalar a, const Tensor& b) {
+  detail::check_sub_dtypes(a.kind(), b.dtype());
+  return add(neg(b), a);
+}
 Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(Scalar a, const Tensor& b) {
   return div(full({}, a, b.options().dtype(result_type(b, a))), b);

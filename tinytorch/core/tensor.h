@@ -42,6 +42,7 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;
+  std::weak_ptr<autograd::Node> grad_accumulator;  // a leaf's AccumulateGrad, shared by its uses
 };
 
 class Tensor {

@@ -14,6 +14,28 @@ void check_writable(const Tensor& t, const char* op) {
              "single memory location (an expanded view of shape ", t.shape(), " with strides ",
              t.strides(), "); clone() it first");
 }
+
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
+  // Byte ranges [lo, hi) each tensor can touch (strides are never negative).
+  auto range = [](const Tensor& t, int64_t& lo, int64_t& hi) {
+    int64_t last = t.storage_offset();
+    for (int d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+    int64_t es = int64_t(t.element_size());
+    lo = t.storage_offset() * es;
+    hi = (last + 1) * es;
+  };
+  int64_t alo, ahi, blo, bhi;
+  range(a, alo, ahi);
+  range(b, blo, bhi);
+  return alo < bhi && blo < ahi;
+}
+
+Tensor unaliased(const Tensor& src, const Tensor& dst) {
+  bool same_view = src.storage_offset() == dst.storage_offset() && src.shape() == dst.shape() &&
+                   src.strides() == dst.strides() && src.dtype() == dst.dtype();
+  return (!same_view && may_overlap(src, dst)) ? clone(src) : src;
+}
 }  // namespace detail
 
 Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
@@ -49,7 +71,7 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
   TT_CHECK_SHAPE(b == dst.shape(), "copy_: source of shape ", src.shape(),
                  " cannot be broadcast to the destination shape ", dst.shape());
   if (src.device() == dst.device()) {
-    backend_for(dst.device()).copy(dst, src);
+    backend_for(dst.device()).copy(dst, detail::unaliased(src, dst));  // Note [overlapping in-place operands]
   } else {
     Tensor moved = to_device(src, dst.device());
     backend_for(dst.device()).copy(dst, moved);

@@ -16,6 +16,13 @@ Tensor& fill_(Tensor& t, Scalar value);
 namespace detail {
 // Throws unless writing to every element of t touches distinct memory (no expanded dims).
 void check_writable(const Tensor& t, const char* op);
+// Note [overlapping in-place operands]: an in-place op (copy_, add_, scatter_add_, ...) reads
+// `src` while it writes `dst`. When src is another view of dst's memory (b.copy_(b.t()),
+// a.mul_(a[0])), the kernel would read elements it has already overwritten. Such a src is
+// cloned first, so the op sees the values as they were before it started; a src that is
+// exactly dst (same offset, shape and strides) is read in place, element by element.
+bool may_overlap(const Tensor& a, const Tensor& b);
+Tensor unaliased(const Tensor& src, const Tensor& dst);
 }  // namespace detail
 
 }  // namespace tt

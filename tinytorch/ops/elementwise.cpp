@@ -34,10 +34,9 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   bool a_scalar = a.dim() == 0 && a.device().is_cpu() && b.device() != a.device();
   bool b_scalar = b.dim() == 0 && b.device().is_cpu() && a.device() != b.device();
   if (!a_scalar && !b_scalar) check_same_device(a, b, name);
+  if (op == BinaryOp::Sub) detail::check_sub_dtypes(a.dtype(), b.dtype());
   ScalarType common = result_type(a, b);
   if (op == BinaryOp::Div && !is_floating_point(common)) common = kFloat32;
-  TT_CHECK_DTYPE(!(op == BinaryOp::Sub && common == kBool), "sub: subtraction, the `-` operator, "
-                 "with two bool tensors is not supported; use logical ops instead");
   Tensor ac = to_dtype(a, common), bc = to_dtype(b, common);
   Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
   Device dev = a_scalar ? b.device() : a.device();
@@ -48,10 +47,13 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor binary_scalar(BinaryOp op, const Tensor& a, Scalar b) {
+  if (op == BinaryOp::Sub) detail::check_sub_dtypes(a.dtype(), b.kind());
   ScalarType common = result_type(a, b);
   if (op == BinaryOp::Div && !is_floating_point(common)) common = kFloat32;
-  TT_CHECK_DTYPE(!(op == BinaryOp::Sub && common == kBool), "sub: subtraction, the `-` operator, "
-                 "with two bool tensors is not supported; use logical ops instead");
+  TT_CHECK_DTYPE(!(op == BinaryOp::Pow && !is_floating_point(common) && !b.is_floating_point() &&
+                   b.to<int64_t>() < 0),
+                 "pow: integers to negative integer powers are not allowed, got a ", a.dtype(),
+                 " tensor and exponent ", b.to<int64_t>(), "; convert the tensor to a floating-point dtype first");
   Tensor ac = to_dtype(a, common);
   Tensor out = empty(a.shape(), TensorOptions(is_comparison(op) ? kBool : common).device(a.device()));
   backend_for(a.device()).binary(op, out, ac, wrapped_scalar(b, common));
@@ -65,6 +67,8 @@ bool is_float_only(UnaryOp op) {
 Tensor unary_op(UnaryOp op, const Tensor& a) {
   TT_CHECK_DTYPE(!(op == UnaryOp::Neg && a.dtype() == kBool), "neg: negation, the `-` operator, "
                  "on a bool tensor is not supported; use logical_not instead");
+  TT_CHECK_DTYPE(!((op == UnaryOp::Abs || op == UnaryOp::Relu) && a.dtype() == kBool), op_name(op),
+                 ": not supported for bool tensors");
   Tensor in = (is_float_only(op) && !a.is_floating_point()) ? to_dtype(a, kFloat32) : a;
   Tensor out = empty(in.shape(), in.options());
   backend_for(in.device()).unary(op, out, in);
@@ -84,11 +88,22 @@ ScalarType result_type(const Tensor& a, Scalar b) {
   return combine(a.dtype(), b.kind(), true);
 }
 
+namespace {
+void check_alpha(const Tensor& a, const Tensor& b, Scalar alpha, const char* op) {
+  TT_CHECK_DTYPE(!alpha.is_floating_point() || is_floating_point(result_type(a, b)), op,
+                 ": for integral input tensors, argument alpha must not be a floating point number, got ",
+                 alpha.to<double>());
+}
+}  // namespace
+
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  check_alpha(a, b, alpha, "add");
   if (alpha.to<double>() == 1.0) return binary_op(BinaryOp::Add, a, b);
   return binary_op(BinaryOp::Add, a, mul(b, alpha));
 }
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  detail::check_sub_dtypes(a.dtype(), b.dtype());
+  check_alpha(a, b, alpha, "sub");
   if (alpha.to<double>() == 1.0) return binary_op(BinaryOp::Sub, a, b);
   return binary_op(BinaryOp::Sub, a, mul(b, alpha));
 }
@@ -143,8 +158,14 @@ Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
 namespace detail {
 bool can_cast(ScalarType from, ScalarType to) { return category(from) <= category(to); }
 
+void check_sub_dtypes(ScalarType a, ScalarType b) {
+  TT_CHECK_DTYPE(a != kBool && b != kBool, "sub: subtraction, the `-` operator, with a bool tensor "
+                 "is not supported, got ", a, " and ", b, "; to invert a mask use logical_not");
+}
+
 Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other) {
   const char* name = op_name(op);
+  if (op == BinaryOp::Sub) check_sub_dtypes(self.dtype(), other.dtype());
   ScalarType rt = result_type(self, other);
   if (op == BinaryOp::Div && !is_floating_point(rt)) rt = kFloat32;
   TT_CHECK_DTYPE(can_cast(rt, self.dtype()), name, "_: result type ", rt,
@@ -155,12 +176,14 @@ Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other) {
                  "_: output with shape ", self.shape(), " doesn't match the broadcast shape of ",
                  self.shape(), " and ", other.shape());
   check_writable(self, name);
-  backend_for(self.device()).binary(op, self, self, to_dtype(other, self.dtype()));
+  // Note [overlapping in-place operands]
+  backend_for(self.device()).binary(op, self, self, unaliased(to_dtype(other, self.dtype()), self));
   self.bump_version();
   return self;
 }
 
 Tensor& binary_inplace(BinaryOp op, Tensor& self, Scalar other) {
+  if (op == BinaryOp::Sub) check_sub_dtypes(self.dtype(), other.kind());
   ScalarType rt = result_type(self, other);
   if (op == BinaryOp::Div && !is_floating_point(rt)) rt = kFloat32;
   TT_CHECK_DTYPE(can_cast(rt, self.dtype()), op_name(op), "_: result type ", rt,

@@ -53,6 +53,8 @@ Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 namespace detail {
 // In-place forms behind Tensor::add_, mul_, ... : type-checked, version-bumping.
 bool can_cast(ScalarType from, ScalarType to);
+// Throws DtypeError when either operand of a subtraction is bool (PyTorch's rule).
+void check_sub_dtypes(ScalarType a, ScalarType b);
 Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other);
 Tensor& binary_inplace(BinaryOp op, Tensor& self, Scalar other);
 Tensor& unary_inplace(UnaryOp op, Tensor& self);

@@ -82,7 +82,8 @@ Tensor linspace(double start, double end, int64_t steps, const TensorOptions& op
   TT_DISPATCH_NUMERIC(cpu.dtype(), "linspace", [&] {
     scalar_t* p = cpu.data_ptr<scalar_t>();
     // Fill from both ends, as PyTorch does, so the last value is exactly `end`.
-    int64_t half = steps / 2;
+    // One step gives `start` (as PyTorch), which the two-ended fill would make `end`.
+    int64_t half = steps == 1 ? 1 : steps / 2;
     for (int64_t i = 0; i < steps; ++i)
       p[i] = static_cast<scalar_t>(i < half ? start + step * double(i) : end - step * double(steps - 1 - i));
   });
@@ -194,8 +195,9 @@ Tensor from_blob(void* data, const Shape& shape, const Shape& strides, const Ten
   check_shape(shape, "from_blob");
   TT_CHECK_SHAPE(strides.size() == shape.size(), "from_blob: expected one stride per dimension, got sizes ",
                  shape, " and strides ", strides);
-  int64_t extent = 1;
-  for (int i = 0; i < shape.size(); ++i) extent += (shape[i] - 1) * strides[i];
+  // Elements spanned: 1 + sum((size - 1) * stride), or none at all when a size is 0.
+  int64_t extent = numel_of(shape) == 0 ? 0 : 1;
+  for (int i = 0; extent > 0 && i < shape.size(); ++i) extent += (shape[i] - 1) * strides[i];
   auto storage = std::make_shared<StorageImpl>(data, size_t(extent) * element_size(opts.dtype()),
                                                opts.device(), nullptr);
   return finish(detail::make_tensor(std::move(storage), 0, shape, strides, opts.dtype()), opts);

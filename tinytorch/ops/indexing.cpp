@@ -64,7 +64,9 @@ Tensor& scatter_add_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
   }
   check_index(index, t.dim() ? t.size(d) : 1, "scatter_add_", d);
   detail::check_writable(t, "scatter_add_");
-  if (index.numel()) backend_for(t.device()).scatter_add(t, d, index, src);
+  // Note [overlapping in-place operands]
+  if (index.numel())
+    backend_for(t.device()).scatter_add(t, d, detail::unaliased(index, t), detail::unaliased(src, t));
   t.bump_version();
   return t;
 }
@@ -84,6 +86,7 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {
 }
 
 Tensor& masked_fill_(Tensor& t, const Tensor& mask, Scalar value) {
+  detail::check_writable(t, "masked_fill_");
   Tensor filled = masked_fill(t, mask, value);
   return copy_(t, filled);
 }

@@ -95,8 +95,9 @@ std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
   TT_CHECK(chunks > 0, "chunk: number of chunks must be positive, got ", chunks);
   TT_CHECK(t.dim() > 0, "chunk: cannot chunk a 0-dim tensor");
   int d = wrap_dim(dim, t.dim(), "chunk");
-  int64_t size = (t.size(d) + chunks - 1) / chunks;
-  return split(t, std::max<int64_t>(size, t.size(d) == 0 ? 0 : 1), d);
+  // An empty dim gives `chunks` empty pieces, as PyTorch.
+  if (t.size(d) == 0) return split(t, std::vector<int64_t>(size_t(chunks), 0), d);
+  return split(t, (t.size(d) + chunks - 1) / chunks, d);
 }
 
 }  // namespace tt

@@ -1,6 +1,7 @@
 // Reductions: dim handling, output dtypes and shapes here; the loops in backend/*/reduce.
 #include "tinytorch/ops/reduction.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "tinytorch/backend/backend.h"
@@ -68,8 +69,10 @@ Tensor sum_impl(const Tensor& t, const DimMask& m, bool keepdim) {
   return run_reduce(ReduceOp::Sum, in, m, keepdim, in.dtype());
 }
 
-Tensor extreme(ReduceOp op, const Tensor& t, int64_t dim, bool keepdim, const char* name) {
-  TT_CHECK_DTYPE(t.dtype() != kBool || op == ReduceOp::Max || op == ReduceOp::Min, name,
+// bool_indices: max(dim)/min(dim) return indices for bool input too (argmax/argmin do not).
+Tensor extreme(ReduceOp op, const Tensor& t, int64_t dim, bool keepdim, const char* name,
+               bool bool_indices = false) {
+  TT_CHECK_DTYPE(t.dtype() != kBool || op == ReduceOp::Max || op == ReduceOp::Min || bool_indices, name,
                  ": not implemented for bool tensors");
   Tensor in = t.dtype() == kBool ? to_dtype(t, kInt64) : t;
   DimMask m = make_mask(in, {dim}, name);
@@ -110,10 +113,10 @@ Tensor min(const Tensor& t) { return extreme_all(ReduceOp::Min, t, "min"); }
 Tensor argmax(const Tensor& t) { return extreme_all(ReduceOp::ArgMax, t, "argmax"); }
 Tensor argmin(const Tensor& t) { return extreme_all(ReduceOp::ArgMin, t, "argmin"); }
 std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
-  return {extreme(ReduceOp::Max, t, dim, keepdim, "max"), extreme(ReduceOp::ArgMax, t, dim, keepdim, "max")};
+  return {extreme(ReduceOp::Max, t, dim, keepdim, "max"), extreme(ReduceOp::ArgMax, t, dim, keepdim, "max", true)};
 }
 std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim) {
-  return {extreme(ReduceOp::Min, t, dim, keepdim, "min"), extreme(ReduceOp::ArgMin, t, dim, keepdim, "min")};
+  return {extreme(ReduceOp::Min, t, dim, keepdim, "min"), extreme(ReduceOp::ArgMin, t, dim, keepdim, "min", true)};
 }
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {
   return extreme(ReduceOp::ArgMax, t, dim, keepdim, "argmax");
@@ -129,8 +132,9 @@ Tensor var(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim)
   Tensor mu = mean(t, dims, /*keepdim=*/true);
   Tensor dev = sub(t, mu);
   Tensor ss = sum_impl(mul(dev, dev), m, keepdim);
-  // n - correction <= 0 gives inf or NaN, as in PyTorch.
-  return div(ss, Scalar(double(n - correction)));
+  // As PyTorch, the divisor is max(0, n - correction): too few samples give inf or NaN, never a
+  // negative variance.
+  return div(ss, Scalar(double(std::max<int64_t>(0, n - correction))));
 }
 Tensor var(const Tensor& t) { return var(t, {}, 1, false); }
 Tensor std(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim) {

@@ -77,6 +77,31 @@ void CpuBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
   int64_t batch = 1;
   for (int d = 0; d < nd - 2; ++d) batch *= out.size(d);
 
+  // Note [folding batches]: [B.., M, K] @ [K, N] with b broadcast over the batch (all its batch
+  // strides 0) is one [B..·M, K] @ [K, N] product when a's and out's batch dims and rows form one
+  // evenly strided run of rows; then a single, much larger GEMM replaces B small ones.
+  if (batch > 1 && M > 0) {
+    bool fold = true;
+    for (int d = 0; d < nd - 2; ++d)
+      if (b.stride(d) != 0 && out.size(d) != 1) fold = false;
+    auto rows_fold = [&](const Tensor& t) {
+      int64_t expect = t.stride(nd - 2) * t.size(nd - 2);
+      for (int d = nd - 3; d >= 0; --d) {
+        if (t.size(d) == 1) continue;
+        if (t.stride(d) != expect) return false;
+        expect *= t.size(d);
+      }
+      return M > 1;  // with one row, its stride says nothing about the next batch
+    };
+    if (fold && rows_fold(a) && rows_fold(out) && a.stride(nd - 1) == 1) {
+      TT_DISPATCH_NUMERIC(out.dtype(), "matmul", [&] {
+        gemm_one(a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), batch * M, N, K,
+                 a.stride(nd - 2), a.stride(nd - 1), b.stride(nd - 2), b.stride(nd - 1), ldc, beta);
+      });
+      return;
+    }
+  }
+
   // Element offsets of batch number i in a, b and out.
   auto batch_offsets = [&](int64_t i, int64_t& oa, int64_t& ob, int64_t& oc) {
     oa = ob = oc = 0;

@@ -8,12 +8,36 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <mutex>
 
 #include "tinytorch/core/tensor.h"
 
 namespace tt::cpu {
 
 constexpr int64_t kParallelGrain = 32768;
+
+// An exception thrown inside an OpenMP region must not leave it (that terminates the program):
+// each thread's body runs under guard(), the first exception is kept and rethrown afterwards.
+class ParallelErrors {
+ public:
+  template <typename F>
+  void guard(F&& body) {
+    try {
+      body();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!first_) first_ = std::current_exception();
+    }
+  }
+  void rethrow() {
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::exception_ptr first_;
+};
 
 // Thin wrappers over omp_get_*, out of line so this header needs no <omp.h>.
 int omp_num_threads_now();  // threads in the current parallel region
@@ -107,14 +131,16 @@ struct StridedLoop {
       run_range(0, numel, f);
       return;
     }
+    ParallelErrors errors;
 #pragma omp parallel
     {
       int nt = omp_num_threads_now(), t = omp_thread_num_now();
       int64_t chunk = (numel + nt - 1) / nt;
       int64_t b = t * chunk, e = b + chunk < numel ? b + chunk : numel;
       F local = f;
-      if (b < e) run_range(b, e, local);
+      if (b < e) errors.guard([&] { run_range(b, e, local); });
     }
+    errors.rethrow();
   }
 };
 
@@ -126,13 +152,15 @@ void parallel_for(int64_t n, int64_t grain, F f) {
     f(int64_t(0), n);
     return;
   }
+  ParallelErrors errors;
 #pragma omp parallel
   {
     int nt = omp_num_threads_now(), t = omp_thread_num_now();
     int64_t chunk = (n + nt - 1) / nt;
     int64_t b = t * chunk, e = b + chunk < n ? b + chunk : n;
-    if (b < e) f(b, e);
+    if (b < e) errors.guard([&] { f(b, e); });
   }
+  errors.rethrow();
 }
 
 }  // namespace tt::cpu

@@ -1,0 +1,101 @@
+// The benchmark harness shared by every implementation file: what a workload is, what an
+// implementation hands the harness for it, and the registry that ties the two together.
+//
+// This header includes no framework headers on purpose: tinytorch, LibTorch and OpenBLAS each
+// live in their own translation unit (impl_*.cpp) and meet only here. Timing, statistics and
+// printing live in harness.cpp; the workload table lives in workloads.cpp.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ttbench {
+
+// --- workloads -------------------------------------------------------------------------------
+
+// What a workload's target compares. See Note [ratios] in harness.cpp for how ratios are formed.
+struct Target {
+  enum Kind {
+    kRatioAtLeast,  // tinytorch's speed / `against`'s speed >= value
+    kMicrosAtMost,  // tinytorch's per-op time (median over rounds) <= value microseconds
+  };
+  Kind kind = kRatioAtLeast;
+  std::string against;  // the other impl, for kRatioAtLeast
+  double value = 1.0;
+};
+
+struct WorkloadSpec {
+  std::string name;         // e.g. "matmul_1024"; what --filter matches
+  std::string description;  // one line for --list and the README
+  double flops = 0;         // floating-point operations per op; 0: no gflops column
+  bool per_op_micros = false;  // dispatch-style workloads: also print per-op time in µs
+  int rounds = 15;          // interleaved rounds (A B C A B C ...), overridable by --rounds
+  double sample_seconds = 0.1;  // a sample repeats the op until it lasts about this long
+  double check_rtol = 1e-4;     // checksums of two impls must agree to this relative tolerance
+  std::vector<Target> targets;
+};
+
+// The workload table (workloads.cpp). Adding a workload: add a spec there, then a factory for
+// it in each impl_*.cpp that can run it. An impl without a factory simply does not take part.
+std::vector<WorkloadSpec> all_workloads();
+
+// --- implementations -------------------------------------------------------------------------
+
+// One prepared instance of a workload in one implementation: inputs allocated and filled,
+// ready to run. Destroyed (freeing its inputs) when the workload's rounds are over.
+struct Prepared {
+  std::function<void()> run;       // one op, the thing timed; drops its result as user code would
+  std::function<double()> check;   // runs the op once more and returns a checksum of the result
+};
+using Factory = std::function<Prepared()>;
+
+// One implementation: tinytorch, libtorch or openblas.
+struct Impl {
+  std::string name;
+  // Pins this library's worker threads to n; called once, before anything runs.
+  std::function<void(int n)> set_threads;
+  // One line saying what thread counts (and BLAS) this library sees right now.
+  std::function<std::string()> describe;
+  std::map<std::string, Factory> factories;  // by workload name
+};
+
+// Each impl_*.cpp provides one of these; main.cpp calls those that were compiled in.
+Impl make_tinytorch_impl();
+Impl make_openblas_impl();
+#ifdef TT_BENCH_HAVE_LIBTORCH
+Impl make_libtorch_impl();
+#endif
+
+// --- helpers for implementation files ----------------------------------------------------------
+
+// Deterministic inputs in [0, 1): every impl fills its own buffers from the same seed, so all
+// impls compute on identical data and their checksums can be compared. Values are positive so
+// sums of outputs are well conditioned.
+void fill_uniform(float* data, int64_t n, uint64_t seed);
+
+// Sum of n floats in double: the checksum most workloads return.
+double checksum(const float* data, int64_t n);
+
+// Keeps the compiler from proving a result unused.
+void do_not_optimize(const void* p);
+
+// --- running --------------------------------------------------------------------------------
+
+struct Options {
+  std::string filter;              // regex on workload names; empty: all
+  std::vector<std::string> impls;  // impls to run; empty: all compiled in
+  int rounds = 0;                  // 0: each workload's own default
+  int warmup = 2;                  // untimed ops per impl before the first round
+  bool fail_on_miss = false;       // exit status 1 when a target is missed
+};
+
+// Runs the selected workloads interleaved across impls, prints one line per (workload, impl)
+// as it finishes, then the ratio table. Returns the process exit status.
+int run_benchmarks(const std::vector<WorkloadSpec>& workloads, const std::vector<Impl>& impls,
+                   const Options& opts);
+
+}  // namespace ttbench

@@ -1,0 +1,82 @@
+// The workload table: name, what it measures, its cost model and its targets. The targets are
+// those of the issue that introduced each workload. Implementations live in impl_*.cpp.
+//
+// To add a workload: append a spec here, then add a factory under the same name in each
+// impl_*.cpp that can run it (tools/bench/README.md walks through it).
+#include "harness.h"
+
+namespace ttbench {
+
+namespace {
+
+Target ratio_at_least(const std::string& against, double value) {
+  Target t;
+  t.kind = Target::kRatioAtLeast;
+  t.against = against;
+  t.value = value;
+  return t;
+}
+
+Target micros_at_most(double value) {
+  Target t;
+  t.kind = Target::kMicrosAtMost;
+  t.value = value;
+  return t;
+}
+
+// C = A @ B, all [n, n] float32 contiguous; 2 n^3 flops.
+WorkloadSpec matmul(int64_t n, int rounds, double sample_seconds) {
+  WorkloadSpec s;
+  s.name = "matmul_" + std::to_string(n);
+  s.description = "float32 [" + std::to_string(n) + ", " + std::to_string(n) + "] @ [" +
+                  std::to_string(n) + ", " + std::to_string(n) +
+                  "], result allocated per op (raw OpenBLAS: preallocated)";
+  s.flops = 2.0 * double(n) * double(n) * double(n);
+  s.rounds = rounds;
+  s.sample_seconds = sample_seconds;
+  s.check_rtol = 1e-4;
+  s.targets = {ratio_at_least("openblas", 0.95)};  // issue 2
+  return s;
+}
+
+}  // namespace
+
+std::vector<WorkloadSpec> all_workloads() {
+  std::vector<WorkloadSpec> all;
+
+  // --- issue 2: foundation ---------------------------------------------------------------------
+  all.push_back(matmul(1024, 15, 0.1));
+  all.push_back(matmul(4096, 7, 0.0));  // ~1 s per op on 2 cores: one op per sample
+
+  WorkloadSpec add;
+  add.name = "add_16M";
+  add.description = "c = a + b on 16M contiguous float32 (64 MiB each); allocating c is part of the op";
+  add.rounds = 15;
+  add.sample_seconds = 0.1;
+  add.check_rtol = 1e-6;
+  add.targets = {ratio_at_least("libtorch", 1.0)};
+  all.push_back(add);
+
+  WorkloadSpec sum;
+  sum.name = "sum_16M";
+  sum.description = "s = a.sum() over 16M contiguous float32, to a 0-d tensor";
+  sum.rounds = 15;
+  sum.sample_seconds = 0.1;
+  sum.check_rtol = 1e-5;  // different (all careful) summation orders
+  sum.targets = {ratio_at_least("libtorch", 1.0)};
+  all.push_back(sum);
+
+  WorkloadSpec dispatch;
+  dispatch.name = "dispatch_add_1";
+  dispatch.description = "c = a + b on 1-element float32 tensors: the fixed cost of one op call";
+  dispatch.per_op_micros = true;
+  dispatch.rounds = 15;
+  dispatch.sample_seconds = 0.05;
+  dispatch.check_rtol = 1e-6;
+  dispatch.targets = {micros_at_most(1.0)};  // LibTorch measures about 1.7 us here
+  all.push_back(dispatch);
+
+  return all;
+}
+
+}  // namespace ttbench
