@@ -17,9 +17,10 @@ TEST_CASE("Tensor is a handle: copies share, clone copies", "[core][tensor]") {
   Tensor c = a.clone();
   CHECK_FALSE(c.is_same(a));
   CHECK(c.storage() != a.storage());
+  CHECK(c.requires_grad());  // clone is recorded by autograd, as in PyTorch
+  CHECK_FALSE(c.is_leaf());
   c.fill_(1);
   CHECK(a.to_vector<float>() == std::vector<float>{7, 7, 7});
-  CHECK_FALSE(c.requires_grad());
 
   Tensor d = a.detach();  // same storage, no autograd flag
   CHECK_FALSE(d.is_same(a));

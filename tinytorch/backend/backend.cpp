@@ -13,14 +13,18 @@ constexpr const char* kUnaryNames[] = {"neg", "exp", "log", "sqrt", "rsqrt", "ab
 constexpr const char* kBinaryNames[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
                                         "eq", "ne", "lt", "le", "gt", "ge"};
 constexpr const char* kReduceNames[] = {"sum", "max", "min", "argmax", "argmin"};
+constexpr const char* kActivationNames[] = {"gelu", "gelu_tanh", "silu", "leaky_relu"};
 static_assert(sizeof(kUnaryNames) / sizeof(*kUnaryNames) == size_t(UnaryOp::NumOps), "name every UnaryOp");
 static_assert(sizeof(kBinaryNames) / sizeof(*kBinaryNames) == size_t(BinaryOp::NumOps), "name every BinaryOp");
 static_assert(sizeof(kReduceNames) / sizeof(*kReduceNames) == size_t(ReduceOp::NumOps), "name every ReduceOp");
+static_assert(sizeof(kActivationNames) / sizeof(*kActivationNames) == size_t(ActivationOp::NumOps),
+              "name every ActivationOp");
 }  // namespace
 
 const char* op_name(UnaryOp op) { return kUnaryNames[size_t(op)]; }
 const char* op_name(BinaryOp op) { return kBinaryNames[size_t(op)]; }
 const char* op_name(ReduceOp op) { return kReduceNames[size_t(op)]; }
+const char* op_name(ActivationOp op) { return kActivationNames[size_t(op)]; }
 
 bool blas_compatible(const Tensor& m) {
   int d = m.dim();

@@ -21,10 +21,14 @@ enum class BinaryOp : uint8_t {
   Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, NumOps
 };
 enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin, NumOps };
+// Pointwise activations with a fused backward (ops/activation.cpp). GeluTanh is GELU's tanh
+// approximation; LeakyRelu takes its negative slope as the kernels' `param`.
+enum class ActivationOp : uint8_t { Gelu, GeluTanh, Silu, LeakyRelu, NumOps };
 
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 const char* op_name(ReduceOp op);
+const char* op_name(ActivationOp op);
 inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 
 class Backend {
@@ -65,6 +69,25 @@ class Backend {
   // Moves bytes between devices. out, src: contiguous, same dtype and numel; one of them is on
   // this backend's device and the other on the CPU (or both on this device).
   virtual void transfer(const Tensor& out, const Tensor& src) = 0;
+
+  // --- activations (ops/activation.cpp) --------------------------------------------------------
+  // Softmax over `dim`, fused and stable: out = exp(in - max) / sum(exp(in - max)), or with
+  // log = true out = in - max - log(sum(exp(in - max))). in, out: same shape, float dtype, any
+  // strides. A 0-d tensor is one row of one element. A row whose elements are all -inf gives
+  // zeros (softmax) or -inf (log_softmax), never NaN; see ops/activation.h.
+  virtual void softmax(const Tensor& out, const Tensor& in, int dim, bool log) = 0;
+  // The fused backward of softmax from its output `out` (sums over `dim`):
+  //   softmax:     grad_in = out * (grad_out - sum(grad_out * out))
+  //   log_softmax: grad_in = grad_out - exp(out) * sum(grad_out)
+  // grad_in, grad_out, out: same shape and float dtype, any strides (grad_out may be expanded).
+  virtual void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int dim,
+                                bool log) = 0;
+  // out = op(in); param is LeakyRelu's negative slope (unused by the others). out, in: same
+  // shape and float dtype, any strides.
+  virtual void activation(ActivationOp op, const Tensor& out, const Tensor& in, double param) = 0;
+  // grad_in = grad_out * op'(in). grad_in, in: same shape and float dtype; grad_out: bcast to it.
+  virtual void activation_backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out,
+                                   const Tensor& in, double param) = 0;
 };
 
 // True when the last two dims of `m` can be handed to a BLAS GEMM as they are: one of them has

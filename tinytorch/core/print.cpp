@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tinytorch/autograd/node.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
@@ -176,7 +177,9 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   bool default_dtype = c.numel() == 0 ? t.dtype() == kFloat32
                                       : t.dtype() == kFloat32 || t.dtype() == kInt64 || t.dtype() == kBool;
   if (!default_dtype) suffixes.push_back(std::string("dtype=") + dtype_name(t.dtype()));
-  if (t.requires_grad()) {
+  if (t.grad_fn()) {
+    suffixes.push_back("grad_fn=<" + t.grad_fn()->name() + ">");
+  } else if (t.requires_grad()) {
     suffixes.push_back("requires_grad=True");
   }
   // Suffixes follow on the last line while it stays within 80 columns, else on a new line

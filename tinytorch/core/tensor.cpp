@@ -1,6 +1,7 @@
 // Tensor's methods and operators: each forwards to the op of the same name in tinytorch/ops.
 #include "tinytorch/core/tensor.h"
 
+#include "tinytorch/autograd/engine.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/ops.h"
 
@@ -37,8 +38,44 @@ Scalar Tensor::item() const {
 Tensor& Tensor::requires_grad_(bool r) {
   TT_CHECK_DTYPE(!r || is_floating_point(), "requires_grad_: only tensors of floating-point dtype can "
                  "require gradients, got ", dtype());
+  TT_CHECK(is_leaf(), "requires_grad_: you can only change the requires_grad flag of leaf tensors; "
+           "this one was produced by ", impl().grad_fn->name(), ", use detach() to get a leaf");
   impl().requires_grad = r;
   return *this;
+}
+
+void Tensor::set_grad(const Tensor& g) const {
+  if (g.defined())
+    TT_CHECK_SHAPE(g.shape() == shape(), "set_grad: gradient of shape ", g.shape(),
+                   " does not match the tensor's shape ", shape());
+  impl().grad = g.defined() ? g.impl_ptr() : nullptr;
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph);
+}
+
+void Tensor::register_hook(std::function<Tensor(const Tensor&)> fn) const {
+  TT_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that does not require grad");
+  if (is_leaf()) {  // kept on the tensor: its AccumulateGrad node may come and go with graphs
+    impl().hooks.push_back(std::move(fn));
+    return;
+  }
+  grad_fn()->pre_hooks.emplace_back(impl().output_nr, std::move(fn));
+}
+
+void Tensor::retain_grad() const {
+  TT_CHECK(requires_grad(), "retain_grad: cannot retain the grad of a tensor that does not require grad");
+  if (is_leaf() || impl().retains_grad) return;  // leaves keep their grad anyway
+  impl().retains_grad = true;
+  std::weak_ptr<TensorImpl> weak = impl_;
+  grad_fn()->pre_hooks.emplace_back(impl().output_nr, [weak](const Tensor& g) {
+    if (auto t = weak.lock()) {
+      Tensor d = g.detach();
+      t->grad = t->grad ? (Tensor(t->grad) + d).impl_ptr() : d.clone().impl_ptr();
+    }
+    return Tensor();
+  });
 }
 
 Tensor Tensor::detach() const {

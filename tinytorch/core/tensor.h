@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -27,6 +28,7 @@
 
 namespace tt {
 
+class Tensor;
 namespace autograd {
 struct Node;
 }
@@ -43,6 +45,10 @@ struct TensorImpl {
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;
   std::weak_ptr<autograd::Node> grad_accumulator;  // a leaf's AccumulateGrad, shared by its uses
+  bool retains_grad = false;
+  bool is_view = false;  // made by a view op from another tensor's storage
+  // Hooks of a leaf, run on its gradient before it is accumulated (register_hook).
+  std::vector<std::function<Tensor(const Tensor&)>> hooks;
 };
 
 class Tensor {
@@ -87,10 +93,24 @@ class Tensor {
   template <typename T>
   std::vector<T> to_vector() const;  // all elements in row-major order, as T
 
-  // --- autograd state -------------------------------------------------------------------
+  // --- autograd (tinytorch/autograd) -------------------------------------------------------
   bool requires_grad() const { return impl().requires_grad; }
+  // Only leaves (tensors no op produced) may change their flag.
   Tensor& requires_grad_(bool r = true);
+  // The accumulated gradient of a leaf (or of a non-leaf after retain_grad()); undefined until
+  // a backward reaches it. Gradients ADD UP across backward calls: clear them with
+  // set_grad(Tensor()) (the "set to none" way, as PyTorch's zero_grad() does by default) or
+  // grad().zero_() between steps.
   Tensor grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(); }
+  void set_grad(const Tensor& g) const;
+  bool is_leaf() const { return impl().grad_fn == nullptr; }
+  const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
+  // Runs backward from this tensor (a one-element tensor unless `gradient` is given).
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const;
+  // fn sees (and may replace, by returning a defined tensor) this tensor's gradient during backward.
+  void register_hook(std::function<Tensor(const Tensor&)> fn) const;
+  // Keeps the gradient of a non-leaf in grad() after backward.
+  void retain_grad() const;
   Tensor detach() const;  // same storage, no autograd history
 
   // --- conversion and copies ------------------------------------------------------------
@@ -146,6 +166,9 @@ class Tensor {
   Tensor tanh() const;
   Tensor sigmoid() const;
   Tensor relu() const;
+  // Fused, numerically stable softmax / log-softmax over `dim` (ops/activation.cpp).
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
   Tensor pow(const Tensor& e) const;
   Tensor pow(Scalar e) const;
   Tensor maximum(const Tensor& o) const;

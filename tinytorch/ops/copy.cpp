@@ -1,8 +1,12 @@
 // Copies and conversions between dtypes and devices.
 #include "tinytorch/ops/copy.h"
 
+#include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
+#include "tinytorch/ops/inplace.h"
+#include "tinytorch/ops/view.h"
 
 namespace tt {
 
@@ -38,11 +42,49 @@ Tensor unaliased(const Tensor& src, const Tensor& dst) {
 }
 }  // namespace detail
 
+using autograd::TensorList;
+
+// to(dtype) / to(device) / clone: the gradient goes back converted to the input's dtype and device.
+struct ToCopy {
+  static constexpr const char* kName = "ToCopyBackward0";
+  struct Saved {
+    ScalarType dtype = kFloat32;
+    Device device;
+  };
+  static Tensor forward_dtype(const Tensor& t, ScalarType dtype) {
+    Tensor out = empty(t.shape(), t.options().dtype(dtype));
+    backend_for(t.device()).copy(out, t);
+    return out;
+  }
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    return {to_device(to_dtype(g[0], s.dtype), s.device)};
+  }
+};
+struct Clone {
+  static constexpr const char* kName = "CloneBackward0";
+  struct Saved {};
+  static Tensor forward(const Tensor& t) {
+    Tensor out = empty(t.shape(), t.options());
+    backend_for(t.device()).copy(out, t);
+    return out;
+  }
+  static TensorList backward(const Saved&, const TensorList& g) { return {g[0]}; }
+};
+
+namespace {
+Tensor record_to_copy(const Tensor& out, const Tensor& in) {
+  if (!out.is_floating_point()) return out;  // no gradient through integer or bool results
+  if (auto node = autograd::make_node<ToCopy>({&in})) {
+    node->saved = {in.dtype(), in.device()};
+    autograd::set_history(out, node);
+  }
+  return out;
+}
+}  // namespace
+
 Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
   if (t.dtype() == dtype && !copy) return t;
-  Tensor out = empty(t.shape(), t.options().dtype(dtype));
-  backend_for(t.device()).copy(out, t);
-  return out;
+  return record_to_copy(ToCopy::forward_dtype(t, dtype), t);
 }
 
 Tensor to_device(const Tensor& t, const Device& device, bool copy) {
@@ -54,14 +96,14 @@ Tensor to_device(const Tensor& t, const Device& device, bool copy) {
   // The non-CPU side's backend moves the bytes.
   Backend& be = backend_for(device.is_cpu() ? t.device() : device);
   be.transfer(out, src);
-  return out;
+  return record_to_copy(out, t);
 }
 
 Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 
 Tensor clone(const Tensor& t) {
-  Tensor out = empty(t.shape(), t.options());
-  backend_for(t.device()).copy(out, t);
+  Tensor out = Clone::forward(t);
+  if (auto node = autograd::make_node<Clone>({&t})) autograd::set_history(out, node);
   return out;
 }
 
@@ -70,6 +112,8 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
   Shape b = broadcast_shapes(dst.shape(), src.shape(), "copy_");
   TT_CHECK_SHAPE(b == dst.shape(), "copy_: source of shape ", src.shape(),
                  " cannot be broadcast to the destination shape ", dst.shape());
+  if (detail::inplace_needs_history(dst, {&src}))  // Note [in-place ops and autograd]
+    return detail::adopt_result(dst, expand(to_device(src, dst.device()), dst.shape()), "copy_");
   if (src.device() == dst.device()) {
     backend_for(dst.device()).copy(dst, detail::unaliased(src, dst));  // Note [overlapping in-place operands]
   } else {
@@ -82,6 +126,8 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
 
 Tensor& fill_(Tensor& t, Scalar value) {
   detail::check_writable(t, "fill_");
+  if (detail::inplace_needs_history(t, {}))  // the old values get a zero gradient
+    return detail::adopt_result(t, add(mul(clone(t), 0), value), "fill_");
   backend_for(t.device()).fill(t, value);
   t.bump_version();
   return t;

@@ -1,7 +1,11 @@
 // Indexing ops: checks (dtypes, shapes, every index in range) here, loops in backend/*/index.
 #include "tinytorch/ops/indexing.h"
 
+#include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/inplace.h"
+#include "tinytorch/ops/join.h"
+#include "tinytorch/ops/view.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
@@ -23,6 +27,48 @@ void check_devices(const Tensor& a, const Tensor& b, const char* op) {
 }
 }  // namespace
 
+using autograd::SavedVariable;
+using autograd::TensorList;
+Tensor scatter_add_kernel(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
+
+// index_select's gradient: each picked slice's gradient is added back where it came from.
+struct IndexSelect {
+  static constexpr const char* kName = "IndexSelectBackward0";
+  struct Saved { Shape in_shape; int64_t dim = 0; SavedVariable index; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    if (s.in_shape.empty()) return {g[0].reshape({})};
+    Shape ishape = Shape::filled(g[0].dim(), 1);
+    ishape[int(s.dim)] = g[0].size(s.dim);
+    Tensor idx = expand(reshape(s.index.unpack(), ishape), g[0].shape());
+    return {scatter_add(zeros(s.in_shape, g[0].options()), s.dim, idx, g[0])};
+  }
+};
+// gather's gradient: scatter-add back along dim.
+struct Gather {
+  static constexpr const char* kName = "GatherBackward0";
+  struct Saved { Shape in_shape; int64_t dim = 0; SavedVariable index; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    return {scatter_add(zeros(s.in_shape, g[0].options()), s.dim, s.index.unpack(), g[0])};
+  }
+};
+// scatter_add's gradient: self gets g; src gets g gathered at the indices (zero where src is
+// larger than index).
+struct ScatterAdd {
+  static constexpr const char* kName = "ScatterAddBackward0";
+  struct Saved { int64_t dim = 0; SavedVariable index; Shape src_shape; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    Tensor index = s.index.unpack();
+    Tensor gs = gather(g[0], s.dim, index);
+    for (int d = 0; d < gs.dim(); ++d) {  // pad with zeros up to src's shape (cat keeps it differentiable)
+      if (gs.size(d) == s.src_shape[d]) continue;
+      Shape pad = gs.shape();
+      pad[d] = s.src_shape[d] - gs.size(d);
+      gs = cat({gs, zeros(pad, gs.options())}, d);
+    }
+    return {g[0], Tensor(), gs};
+  }
+};
+
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   TT_CHECK_INDEX(index.dim() <= 1, "index_select: index must be 0-d or 1-d, got shape ", index.shape());
   check_devices(t, index, "index_select");
@@ -32,6 +78,10 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   if (t.dim() > 0) shape[d] = index.numel();
   Tensor out = empty(shape, t.options());
   if (out.numel()) backend_for(t.device()).index_select(out, t, d, index);
+  if (auto node = autograd::make_node<IndexSelect>({&t})) {
+    node->saved = {t.shape(), d, SavedVariable(index)};
+    autograd::set_history(out, node);
+  }
   return out;
 }
 
@@ -46,10 +96,21 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   check_index(index, t.dim() ? t.size(d) : 1, "gather", d);
   Tensor out = empty(index.shape(), t.options());
   if (out.numel()) backend_for(t.device()).gather(out, t, d, index);
+  if (auto node = autograd::make_node<Gather>({&t})) {
+    node->saved = {t.shape(), d, SavedVariable(index)};
+    autograd::set_history(out, node);
+  }
   return out;
 }
 
 Tensor& scatter_add_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (detail::inplace_needs_history(t, {&src}))  // Note [in-place ops and autograd]
+    return detail::adopt_result(t, scatter_add(clone(t), dim, index, src), "scatter_add_");
+  scatter_add_kernel(t, dim, index, src);
+  return t;
+}
+
+Tensor scatter_add_kernel(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
   check_devices(t, index, "scatter_add_");
   check_devices(t, src, "scatter_add_");
   int d = wrap_dim(dim, t.dim(), "scatter_add_");
@@ -72,8 +133,17 @@ Tensor& scatter_add_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
 }
 
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor out = clone(t);
-  return scatter_add_(out, dim, index, src);
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = clone(t);
+  }
+  scatter_add_kernel(out, dim, index, src);
+  if (auto node = autograd::make_node<ScatterAdd>({&t, &index, &src})) {
+    node->saved = {t.dim() ? wrap_dim(dim, t.dim(), "scatter_add") : 0, SavedVariable(index), src.shape()};
+    autograd::set_history(out, node);
+  }
+  return out;
 }
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {

@@ -1,12 +1,38 @@
 // cat/stack copy their inputs into slices of one new tensor; split/chunk return views.
 #include "tinytorch/ops/join.h"
 
+#include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/view.h"
 
 namespace tt {
+
+// cat's gradient: each input gets its slice of the output's gradient (and nothing for the skipped
+// legacy empty inputs).
+struct Cat {
+  static constexpr const char* kName = "CatBackward0";
+  struct Saved {
+    int64_t dim = 0;
+    std::vector<int64_t> sizes;  // size along dim per input; -1 for a skipped input
+    std::vector<ScalarType> dtypes;
+  };
+  static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
+    autograd::TensorList out;
+    int64_t pos = 0;
+    for (size_t i = 0; i < s.sizes.size(); ++i) {
+      if (s.sizes[i] < 0) {
+        out.push_back(Tensor());
+        continue;
+      }
+      Tensor part = slice(g[0], s.dim, pos, pos + s.sizes[i]);
+      out.push_back(part.dtype() == s.dtypes[i] ? part : part.to(s.dtypes[i]));
+      pos += s.sizes[i];
+    }
+    return out;
+  }
+};
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   TT_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
@@ -40,6 +66,15 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   for (const Tensor* t : parts) {
     be.copy(slice(out, d, pos, pos + t->size(d)), *t);
     pos += t->size(d);
+  }
+  if (auto node = autograd::make_node<Cat>(tensors)) {
+    node->saved.dim = d;
+    for (const Tensor& t : tensors) {
+      bool skipped = t.dim() == 1 && t.size(0) == 0;
+      node->saved.sizes.push_back(skipped ? -1 : t.size(d));
+      node->saved.dtypes.push_back(t.dtype());
+    }
+    autograd::set_history(out, node);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // matmul and friends: shape rules and batch broadcasting here, GEMM in backend/*/gemm.
 #include "tinytorch/ops/linalg.h"
 
+#include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/factory.h"
@@ -22,6 +23,22 @@ Tensor blas_ready(const Tensor& m) {
   return (!m.is_floating_point() || blas_compatible(m)) ? m : contiguous(m);
 }
 
+// d(a @ b) = g @ bᵀ for a and aᵀ @ g for b, summed over broadcast batch dims.
+struct Matmul {
+  static constexpr const char* kName = "MmBackward0";
+  struct Saved {
+    autograd::SavedVariable a, b;
+    Shape a_shape, b_shape;
+    ScalarType dtype = kFloat32;
+  };
+  static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
+    Tensor a = s.a.unpack(), b = s.b.unpack(), ga, gb;
+    if (b.defined()) ga = autograd::reduce_grad(matmul(g[0], transpose(b, -1, -2)), s.a_shape, s.dtype);
+    if (a.defined()) gb = autograd::reduce_grad(matmul(transpose(a, -1, -2), g[0]), s.b_shape, s.dtype);
+    return {ga, gb};
+  }
+};
+
 // a: [B.., M, K], b: [B.., K, N] with any batch dims -> [bcast(B..), M, N].
 Tensor batched_matmul(const Tensor& a, const Tensor& b, const char* op) {
   int64_t M = a.size(-2), K = a.size(-1), K2 = b.size(-2), N = b.size(-1);
@@ -33,7 +50,19 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, const char* op) {
   sb.push_back(K); sb.push_back(N);
   so.push_back(M); so.push_back(N);
   Tensor out = empty(so, a.options());
-  backend_for(a.device()).gemm(out, blas_ready(expand(a, sa)), blas_ready(expand(b, sb)), 0.0);
+  {
+    NoGradGuard no_grad;  // the expanded operands are plumbing, not part of the graph
+    backend_for(a.device()).gemm(out, blas_ready(expand(a, sa)), blas_ready(expand(b, sb)), 0.0);
+  }
+  if (auto node = autograd::make_node<Matmul>({&a, &b})) {
+    // Each operand is needed only for the other's gradient.
+    if (b.requires_grad()) node->saved.a = autograd::SavedVariable(a);
+    if (a.requires_grad()) node->saved.b = autograd::SavedVariable(b);
+    node->saved.a_shape = a.shape();
+    node->saved.b_shape = b.shape();
+    node->saved.dtype = a.dtype();
+    autograd::set_history(out, node);
+  }
   return out;
 }
 

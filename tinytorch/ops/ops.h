@@ -1,6 +1,7 @@
 // Every tensor op, in one include.
 #pragma once
 
+#include "tinytorch/ops/activation.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"

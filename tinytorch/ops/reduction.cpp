@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
+#include "tinytorch/ops/indexing.h"
 #include "tinytorch/ops/view.h"
 
 namespace tt {
@@ -62,11 +64,38 @@ Tensor run_reduce(ReduceOp op, const Tensor& in, const DimMask& m, bool keepdim,
   return keepdim ? out : view(out, final_shape(in, m, keepdim));
 }
 
+using autograd::SavedVariable;
+using autograd::TensorList;
+
+// The gradient of a reduction, broadcast back over the reduced dims.
+Tensor expand_reduced(const Tensor& g, const Shape& in_shape, const DimMask& m, bool keepdim) {
+  Shape kd = in_shape;
+  for (int d = 0; d < kd.size(); ++d)
+    if (m.reduce[d]) kd[d] = 1;
+  return expand(keepdim ? g : reshape(g, kd), in_shape);
+}
+
+struct Sum {
+  static constexpr const char* kName = "SumBackward1";
+  struct Saved { Shape in_shape; DimMask mask; bool keepdim = false; };
+  static Tensor forward(const Tensor& t, const DimMask& m, bool keepdim) {
+    // bool and int64 sum to int64, like PyTorch.
+    Tensor in = t.is_floating_point() ? t : to_dtype(t, kInt64);
+    if (in.numel() == 0) return zeros(final_shape(in, m, keepdim), in.options());
+    return run_reduce(ReduceOp::Sum, in, m, keepdim, in.dtype());
+  }
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    return {expand_reduced(g[0], s.in_shape, s.mask, s.keepdim)};
+  }
+};
+
 Tensor sum_impl(const Tensor& t, const DimMask& m, bool keepdim) {
-  // bool and int64 sum to int64, like PyTorch.
-  Tensor in = t.is_floating_point() ? t : to_dtype(t, kInt64);
-  if (in.numel() == 0) return zeros(final_shape(in, m, keepdim), in.options());
-  return run_reduce(ReduceOp::Sum, in, m, keepdim, in.dtype());
+  Tensor out = Sum::forward(t, m, keepdim);
+  if (auto node = autograd::make_node<Sum>({&t})) {
+    node->saved = {t.shape(), m, keepdim};
+    autograd::set_history(out, node);
+  }
+  return out;
 }
 
 // bool_indices: max(dim)/min(dim) return indices for bool input too (argmax/argmin do not).
@@ -87,8 +116,52 @@ Tensor extreme(ReduceOp op, const Tensor& t, int64_t dim, bool keepdim, const ch
 Tensor extreme_all(ReduceOp op, const Tensor& t, const char* name) {
   TT_CHECK(t.numel() > 0, name, ": expected a non-empty tensor, got shape ", t.shape(),
            " (the operation has no identity)");
+  NoGradGuard no_grad;  // the callers record the whole reduction
   Tensor flat = reshape(t, {-1});
   return extreme(op, flat, 0, false, name);
+}
+
+// max()/min() over everything: ties share the gradient equally (as PyTorch's max()).
+struct ExtremeAll {
+  static constexpr const char* kName = "MaxBackward1";
+  struct Saved { SavedVariable in, out; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    Tensor in = s.in.unpack(), out = s.out.unpack();
+    Tensor hit = to_dtype(eq(in, out), g[0].dtype());
+    return {div(mul(hit, g[0]), sum(hit))};
+  }
+};
+Tensor record_extreme_all(const Tensor& t, Tensor out) {
+  if (auto node = autograd::make_node<ExtremeAll>({&t})) {
+    autograd::set_history(out, node);  // first: a saved output must see its grad_fn (no cycle)
+    node->saved = {SavedVariable(t), SavedVariable(out)};
+  }
+  return out;
+}
+
+// max(dim)/min(dim): the gradient goes to the index that was returned.
+struct ExtremeDim {
+  static constexpr const char* kName = "MaxBackward0";
+  struct Saved { Shape in_shape; int64_t dim = 0; bool keepdim = false; SavedVariable indices; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    if (s.in_shape.empty()) return {g[0]};
+    Tensor idx = s.indices.unpack(), gk = g[0];
+    if (!s.keepdim) {
+      idx = unsqueeze(idx, s.dim);
+      gk = unsqueeze(gk, s.dim);
+    }
+    return {scatter_add(zeros(s.in_shape, gk.options()), s.dim, idx, gk)};
+  }
+};
+std::tuple<Tensor, Tensor> extreme_dim(ReduceOp value_op, ReduceOp index_op, const Tensor& t, int64_t dim,
+                                       bool keepdim, const char* name) {
+  Tensor values = extreme(value_op, t, dim, keepdim, name);
+  Tensor indices = extreme(index_op, t, dim, keepdim, name, true);
+  if (auto node = autograd::make_node<ExtremeDim>({&t})) {
+    node->saved = {t.shape(), t.dim() ? wrap_dim(dim, t.dim(), name) : 0, keepdim, SavedVariable(indices)};
+    autograd::set_history(values, node);
+  }
+  return {values, indices};
 }
 
 }  // namespace
@@ -108,15 +181,15 @@ Tensor mean(const Tensor& t, const Shape& dims, bool keepdim) {
 }
 Tensor mean(const Tensor& t) { return mean(t, {}, false); }
 
-Tensor max(const Tensor& t) { return extreme_all(ReduceOp::Max, t, "max"); }
-Tensor min(const Tensor& t) { return extreme_all(ReduceOp::Min, t, "min"); }
+Tensor max(const Tensor& t) { return record_extreme_all(t, extreme_all(ReduceOp::Max, t, "max")); }
+Tensor min(const Tensor& t) { return record_extreme_all(t, extreme_all(ReduceOp::Min, t, "min")); }
 Tensor argmax(const Tensor& t) { return extreme_all(ReduceOp::ArgMax, t, "argmax"); }
 Tensor argmin(const Tensor& t) { return extreme_all(ReduceOp::ArgMin, t, "argmin"); }
 std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
-  return {extreme(ReduceOp::Max, t, dim, keepdim, "max"), extreme(ReduceOp::ArgMax, t, dim, keepdim, "max", true)};
+  return extreme_dim(ReduceOp::Max, ReduceOp::ArgMax, t, dim, keepdim, "max");
 }
 std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim) {
-  return {extreme(ReduceOp::Min, t, dim, keepdim, "min"), extreme(ReduceOp::ArgMin, t, dim, keepdim, "min", true)};
+  return extreme_dim(ReduceOp::Min, ReduceOp::ArgMin, t, dim, keepdim, "min");
 }
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {
   return extreme(ReduceOp::ArgMax, t, dim, keepdim, "argmax");

@@ -9,6 +9,8 @@
 
 #include <numeric>
 
+#include "tinytorch/autograd/function.h"
+#include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/factory.h"
 
@@ -16,7 +18,9 @@ namespace tt {
 
 namespace {
 Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
-  return detail::make_tensor(t.storage(), offset, shape, strides, t.dtype());
+  Tensor v = detail::make_tensor(t.storage(), offset, shape, strides, t.dtype());
+  v.unsafe_impl()->is_view = true;
+  return v;
 }
 
 // Resolves one -1 in `shape` against numel; checks the product.
@@ -76,6 +80,82 @@ bool compute_view_strides(const Shape& old_shape, const Shape& old_strides, cons
   return view_d == -1;
   // TT_EXERCISE_END
 }
+
+// --- derivatives: a view's gradient is the same view taken backwards ---------------------------
+using autograd::TensorList;
+
+struct Reshape {  // view, reshape (as a view), squeeze, unsqueeze
+  static constexpr const char* kName = "ViewBackward0";
+  struct Saved { Shape in_shape; };
+  static TensorList backward(const Saved& s, const TensorList& g) { return {reshape(g[0], s.in_shape)}; }
+};
+struct Transpose {
+  static constexpr const char* kName = "TransposeBackward0";
+  struct Saved { int64_t d0 = 0, d1 = 0; };
+  static TensorList backward(const Saved& s, const TensorList& g) { return {transpose(g[0], s.d0, s.d1)}; }
+};
+struct Permute {
+  static constexpr const char* kName = "PermuteBackward0";
+  struct Saved { Shape inverse; };
+  static TensorList backward(const Saved& s, const TensorList& g) { return {permute(g[0], s.inverse)}; }
+};
+struct Expand {  // broadcast dims sum back
+  static constexpr const char* kName = "ExpandBackward0";
+  struct Saved { Shape in_shape; ScalarType dtype = kFloat32; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    return {autograd::reduce_grad(g[0], s.in_shape, s.dtype)};
+  }
+};
+
+// Places g into zeros of the input's shape, at the elements a view (slice, select) picked.
+// Itself differentiable (its gradient is the same view of the upstream gradient), so double
+// backward through slicing works.
+struct ViewScatter {
+  static constexpr const char* kName = "ViewScatterBackward0";
+  struct Saved { std::function<Tensor(const Tensor&)> view_of; };
+  static Tensor forward(const Tensor& g, const Shape& in_shape, const std::function<Tensor(const Tensor&)>& view_of) {
+    Tensor r = zeros(in_shape, g.options());
+    NoGradGuard no_grad;
+    backend_for(r.device()).copy(view_of(r), g);
+    return r;
+  }
+  static TensorList backward(const Saved& s, const TensorList& g) { return {s.view_of(g[0])}; }
+};
+Tensor view_scatter(const Tensor& g, const Shape& in_shape, std::function<Tensor(const Tensor&)> view_of) {
+  Tensor r = ViewScatter::forward(g, in_shape, view_of);
+  if (auto node = autograd::make_node<ViewScatter>({&g})) {
+    node->saved.view_of = std::move(view_of);
+    autograd::set_history(r, node);
+  }
+  return r;
+}
+
+struct Slice {
+  static constexpr const char* kName = "SliceBackward0";
+  struct Saved { Shape in_shape; int64_t dim = 0, start = 0, end = 0, step = 1; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    Saved c = s;
+    return {view_scatter(g[0], s.in_shape, [c](const Tensor& t) { return slice(t, c.dim, c.start, c.end, c.step); })};
+  }
+};
+struct Select {
+  static constexpr const char* kName = "SelectBackward0";
+  struct Saved { Shape in_shape; int64_t dim = 0, index = 0; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    Saved c = s;
+    return {view_scatter(g[0], s.in_shape, [c](const Tensor& t) { return select(t, c.dim, c.index); })};
+  }
+};
+
+template <typename Op>
+Tensor record_view(const Tensor& in, Tensor out, typename Op::Saved saved) {
+  if (auto node = autograd::make_node<Op>({&in})) {
+    node->saved = std::move(saved);
+    autograd::set_history(out, node);
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor view(const Tensor& t, const Shape& shape) {
@@ -85,14 +165,14 @@ Tensor view(const Tensor& t, const Shape& shape) {
                  "view: size is not compatible with the input tensor's size and stride (at least "
                  "one dimension spans across two contiguous subspaces), input shape ", t.shape(),
                  " strides ", t.strides(), ", requested ", target, "; use reshape() instead");
-  return make_view(t, target, strides, t.storage_offset());
+  return record_view<Reshape>(t, make_view(t, target, strides, t.storage_offset()), {t.shape()});
 }
 
 Tensor reshape(const Tensor& t, const Shape& shape) {
   Shape target = infer_size(shape, t.numel(), "reshape");
   Shape strides;
   if (compute_view_strides(t.shape(), t.strides(), target, strides))
-    return make_view(t, target, strides, t.storage_offset());
+    return record_view<Reshape>(t, make_view(t, target, strides, t.storage_offset()), {t.shape()});
   return view(clone(t), target);
 }
 
@@ -113,13 +193,13 @@ Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
   if (t.dim() == 0) {
     wrap_dim(d0, 0, "transpose");
     wrap_dim(d1, 0, "transpose");
-    return make_view(t, t.shape(), t.strides(), t.storage_offset());
+    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset()), {t.shape()});
   }
   int a = wrap_dim(d0, t.dim(), "transpose"), b = wrap_dim(d1, t.dim(), "transpose");
   Shape shape = t.shape(), strides = t.strides();
   std::swap(shape[a], shape[b]);
   std::swap(strides[a], strides[b]);
-  return make_view(t, shape, strides, t.storage_offset());
+  return record_view<Transpose>(t, make_view(t, shape, strides, t.storage_offset()), {a, b});
 }
 
 Tensor permute(const Tensor& t, const Shape& dims) {
@@ -134,7 +214,9 @@ Tensor permute(const Tensor& t, const Shape& dims) {
     shape.push_back(t.size(d));
     strides.push_back(t.stride(d));
   }
-  return make_view(t, shape, strides, t.storage_offset());
+  Shape inverse = Shape::filled(t.dim(), 0);
+  for (int i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], t.dim(), "permute")] = i;
+  return record_view<Permute>(t, make_view(t, shape, strides, t.storage_offset()), {inverse});
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
@@ -143,7 +225,7 @@ Tensor unsqueeze(const Tensor& t, int64_t dim) {
   int64_t st = d < t.dim() ? t.stride(d) * t.size(d) : 1;
   shape.insert(d, 1);
   strides.insert(d, st);
-  return make_view(t, shape, strides, t.storage_offset());
+  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset()), {t.shape()});
 }
 
 Tensor squeeze(const Tensor& t) {
@@ -153,20 +235,21 @@ Tensor squeeze(const Tensor& t) {
       shape.push_back(t.size(d));
       strides.push_back(t.stride(d));
     }
-  return make_view(t, shape, strides, t.storage_offset());
+  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset()), {t.shape()});
 }
 
 Tensor squeeze(const Tensor& t, int64_t dim) {
   if (t.dim() == 0) {
     wrap_dim(dim, 0, "squeeze");
-    return make_view(t, t.shape(), t.strides(), t.storage_offset());
+    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset()), {t.shape()});
   }
   int d = wrap_dim(dim, t.dim(), "squeeze");
-  if (t.size(d) != 1) return make_view(t, t.shape(), t.strides(), t.storage_offset());
+  if (t.size(d) != 1)
+    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset()), {t.shape()});
   Shape shape = t.shape(), strides = t.strides();
   shape.erase(d);
   strides.erase(d);
-  return make_view(t, shape, strides, t.storage_offset());
+  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset()), {t.shape()});
 }
 
 Tensor expand(const Tensor& t, const Shape& sizes) {
@@ -192,7 +275,7 @@ Tensor expand(const Tensor& t, const Shape& sizes) {
     shape.push_back(want);
     strides.push_back(have == want ? t.stride(j) : 0);
   }
-  return make_view(t, shape, strides, t.storage_offset());
+  return record_view<Expand>(t, make_view(t, shape, strides, t.storage_offset()), {t.shape(), t.dtype()});
 }
 
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
@@ -208,7 +291,8 @@ Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t s
   Shape shape = t.shape(), strides = t.strides();
   shape[d] = (end - start + step - 1) / step;
   strides[d] = t.stride(d) * step;
-  return make_view(t, shape, strides, t.storage_offset() + start * t.stride(d));
+  return record_view<Slice>(t, make_view(t, shape, strides, t.storage_offset() + start * t.stride(d)),
+                            {t.shape(), d, start, end, step});
 }
 
 Tensor select(const Tensor& t, int64_t dim, int64_t index) {
@@ -221,7 +305,8 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   Shape shape = t.shape(), strides = t.strides();
   shape.erase(d);
   strides.erase(d);
-  return make_view(t, shape, strides, t.storage_offset() + index * t.stride(d));
+  return record_view<Select>(t, make_view(t, shape, strides, t.storage_offset() + index * t.stride(d)),
+                             {t.shape(), d, index});
 }
 
 Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {

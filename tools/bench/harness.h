@@ -76,9 +76,15 @@ Impl make_libtorch_impl();
 // impls compute on identical data and their checksums can be compared. Values are positive so
 // sums of outputs are well conditioned.
 void fill_uniform(float* data, int64_t n, uint64_t seed);
+// The same numbers mapped to [lo, hi): for workloads whose math needs signed or scaled inputs
+// (an MLP whose activations must stay O(1) through its layers).
+void fill_uniform(float* data, int64_t n, uint64_t seed, float lo, float hi);
 
 // Sum of n floats in double: the checksum most workloads return.
 double checksum(const float* data, int64_t n);
+// Sum of |x| in double: the checksum of a gradient, whose plain sum may cancel to about zero
+// (the gradient of a softmax input sums to zero along the softmax dim).
+double abs_checksum(const float* data, int64_t n);
 
 // Keeps the compiler from proving a result unused.
 void do_not_optimize(const void* p);
@@ -91,6 +97,10 @@ struct Options {
   int rounds = 0;                  // 0: each workload's own default
   int warmup = 2;                  // untimed ops per impl before the first round
   bool fail_on_miss = false;       // exit status 1 when a target is missed
+  // > 0: profiling mode. Each selected impl runs exactly this many ops of each workload, one
+  // impl after the other, untimed but for one total; no check, warm-up, calibration or table.
+  // A profiler's counts divided by this number are per-op counts.
+  int64_t profile_ops = 0;
 };
 
 // Runs the selected workloads interleaved across impls, prints one line per (workload, impl)

@@ -2,6 +2,8 @@
 // libtorch-dev). Its own translation unit: ATen's headers are heavy and their warnings are not
 // ours. Written the way a LibTorch user writes it: `a + b`, `a.sum()`, `a.matmul(b)` on plain
 // tensors (no InferenceMode, no NoGradGuard: neither framework gets a fast path the other lacks).
+// Forward + backward workloads call `loss.backward()` and clear grads by setting them to none
+// (`mutable_grad().reset()`, what torch's zero_grad() does by default), as impl_tinytorch.cpp does.
 //
 // ATen is the tensor library underneath torch::; `torch::Tensor` is `at::Tensor`, and an op on
 // either goes through the same dispatcher (including its Autograd key), so ATen's lighter
@@ -10,7 +12,9 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "harness.h"
 
@@ -27,6 +31,104 @@ at::Tensor filled(at::IntArrayRef shape, uint64_t seed) {
 double checksum_of(const at::Tensor& t) {
   at::Tensor c = t.contiguous();
   return checksum(c.data_ptr<float>(), c.numel());
+}
+
+double abs_checksum_of(const at::Tensor& t) {
+  at::Tensor c = t.contiguous();
+  return abs_checksum(c.data_ptr<float>(), c.numel());
+}
+
+at::Tensor filled_leaf(at::IntArrayRef shape, uint64_t seed, float lo, float hi) {
+  at::Tensor t = at::empty(shape, at::kFloat);
+  fill_uniform(t.data_ptr<float>(), t.numel(), seed, lo, hi);
+  t.requires_grad_(true);
+  return t;
+}
+
+// Sets a leaf's grad to none, as torch's zero_grad() does by default.
+void clear_grad(const at::Tensor& t) { t.mutable_grad().reset(); }
+
+// softmax_fb: x: [B, H, T, T] = [64, 8, 128, 128], softmax over the last dim, then y.backward(dy).
+Factory softmax_fb() {
+  return [] {
+    at::Tensor x = filled_leaf({64, 8, 128, 128}, 1, 0.0f, 1.0f);
+    at::Tensor dy = filled({64, 8, 128, 128}, 2);
+    auto step = [=] {
+      at::Tensor y = x.softmax(-1);
+      y.backward(dy);
+      return y;
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      clear_grad(x);
+    };
+    p.check = [=] {
+      double c = checksum_of(step().detach()) + abs_checksum_of(x.grad());
+      clear_grad(x);
+      return c;
+    };
+    return p;
+  };
+}
+
+// tiny_graph: the fixed cost of a two-node graph, ((a * b).sum()).backward() on 1-element leaves.
+Factory tiny_graph() {
+  return [] {
+    at::Tensor a = filled_leaf({1}, 1, 0.0f, 1.0f), b = filled_leaf({1}, 2, 0.0f, 1.0f);
+    auto step = [=] {
+      at::Tensor loss = (a * b).sum();
+      loss.backward();
+      return loss;
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      clear_grad(a);
+      clear_grad(b);
+    };
+    p.check = [=] {
+      double c = checksum_of(step().detach()) + checksum_of(a.grad()) + checksum_of(b.grad());
+      clear_grad(a);
+      clear_grad(b);
+      return c;
+    };
+    return p;
+  };
+}
+
+// mlp_chain_fb: x: [N, C] = [1024, 512], W_i: [C, C]; h = gelu(h @ W_i) four times (exact erf),
+// then h.sum().backward(). Same inputs as impl_tinytorch.cpp.
+Factory mlp_chain_fb() {
+  return [] {
+    const float bound = std::sqrt(6.0f / 512.0f);
+    at::Tensor x = at::empty({1024, 512}, at::kFloat);
+    fill_uniform(x.data_ptr<float>(), x.numel(), 1, -1.0f, 1.0f);
+    std::vector<at::Tensor> w;
+    for (uint64_t i = 0; i < 4; ++i) w.push_back(filled_leaf({512, 512}, 10 + i, -bound, bound));
+    auto step = [=] {
+      at::Tensor h = x;
+      for (const at::Tensor& wi : w) h = at::gelu(h.matmul(wi), "none");
+      at::Tensor loss = h.sum();
+      loss.backward();
+      return loss;
+    };
+    auto clear = [=] {
+      for (const at::Tensor& wi : w) clear_grad(wi);
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      clear();
+    };
+    p.check = [=] {
+      double c = checksum_of(step().detach());
+      for (const at::Tensor& wi : w) c += abs_checksum_of(wi.grad());
+      clear();
+      return c;
+    };
+    return p;
+  };
 }
 
 template <typename Op>
@@ -78,6 +180,9 @@ Impl make_libtorch_impl() {
   impl.factories["add_16M"] = binary({n16m}, {n16m}, add);
   impl.factories["sum_16M"] = binary({n16m}, {1}, sum);
   impl.factories["dispatch_add_1"] = binary({1}, {1}, add);
+  impl.factories["softmax_fb"] = softmax_fb();
+  impl.factories["tiny_graph"] = tiny_graph();
+  impl.factories["mlp_chain_fb"] = mlp_chain_fb();
   return impl;
 }
 

@@ -1,8 +1,11 @@
 // tinytorch's side of every workload, written the way a user of the library would write it:
-// `a + b`, `a.sum()`, `a.matmul(b)`, each result a fresh tensor that is dropped afterwards.
+// `a + b`, `a.sum()`, `a.matmul(b)`, each result a fresh tensor that is dropped afterwards;
+// for forward + backward workloads, `loss.backward()` and grads cleared with set_grad(Tensor()).
 #include <omp.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "harness.h"
 #include "tinytorch/tinytorch.h"
@@ -20,6 +23,102 @@ tt::Tensor filled(const tt::Shape& shape, uint64_t seed) {
 double checksum_of(const tt::Tensor& t) {
   tt::Tensor c = t.contiguous();
   return checksum(c.data_ptr<float>(), c.numel());
+}
+
+double abs_checksum_of(const tt::Tensor& t) {
+  tt::Tensor c = t.contiguous();
+  return abs_checksum(c.data_ptr<float>(), c.numel());
+}
+
+tt::Tensor filled_leaf(const tt::Shape& shape, uint64_t seed, float lo, float hi) {
+  tt::Tensor t = tt::empty(shape, tt::kFloat32);
+  fill_uniform(t.data_ptr<float>(), t.numel(), seed, lo, hi);
+  t.requires_grad_(true);
+  return t;
+}
+
+// softmax_fb: x: [B, H, T, T] = [64, 8, 128, 128], softmax over the last dim, then y.backward(dy).
+Factory softmax_fb() {
+  return [] {
+    tt::Tensor x = filled_leaf({64, 8, 128, 128}, 1, 0.0f, 1.0f);
+    tt::Tensor dy = filled({64, 8, 128, 128}, 2);
+    auto step = [=] {
+      tt::Tensor y = x.softmax(-1);
+      y.backward(dy);
+      return y;
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      x.set_grad(tt::Tensor());
+    };
+    p.check = [=] {
+      double c = checksum_of(step()) + abs_checksum_of(x.grad());
+      x.set_grad(tt::Tensor());
+      return c;
+    };
+    return p;
+  };
+}
+
+// tiny_graph: the fixed cost of a two-node graph, ((a * b).sum()).backward() on 1-element leaves.
+Factory tiny_graph() {
+  return [] {
+    tt::Tensor a = filled_leaf({1}, 1, 0.0f, 1.0f), b = filled_leaf({1}, 2, 0.0f, 1.0f);
+    auto step = [=] {
+      tt::Tensor loss = (a * b).sum();
+      loss.backward();
+      return loss;
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      a.set_grad(tt::Tensor());
+      b.set_grad(tt::Tensor());
+    };
+    p.check = [=] {
+      double c = checksum_of(step()) + checksum_of(a.grad()) + checksum_of(b.grad());
+      a.set_grad(tt::Tensor());
+      b.set_grad(tt::Tensor());
+      return c;
+    };
+    return p;
+  };
+}
+
+// mlp_chain_fb: x: [N, C] = [1024, 512], W_i: [C, C]; h = gelu(h @ W_i) four times, then
+// h.sum().backward(). Inputs in [-1, 1), weights He-uniform, so activations stay O(1) and the
+// GELU works on both sides of zero rather than on huge values where erf is a constant.
+Factory mlp_chain_fb() {
+  return [] {
+    const float bound = std::sqrt(6.0f / 512.0f);
+    tt::Tensor x = tt::empty({1024, 512}, tt::kFloat32);
+    fill_uniform(x.data_ptr<float>(), x.numel(), 1, -1.0f, 1.0f);
+    std::vector<tt::Tensor> w;
+    for (uint64_t i = 0; i < 4; ++i) w.push_back(filled_leaf({512, 512}, 10 + i, -bound, bound));
+    auto step = [=] {
+      tt::Tensor h = x;
+      for (const tt::Tensor& wi : w) h = tt::gelu(h.matmul(wi), "none");
+      tt::Tensor loss = h.sum();
+      loss.backward();
+      return loss;
+    };
+    auto clear = [=] {
+      for (const tt::Tensor& wi : w) wi.set_grad(tt::Tensor());
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      clear();
+    };
+    p.check = [=] {
+      double c = checksum_of(step());
+      for (const tt::Tensor& wi : w) c += abs_checksum_of(wi.grad());
+      clear();
+      return c;
+    };
+    return p;
+  };
 }
 
 // Builds a Prepared from an op on two inputs of the given shape.
@@ -61,6 +160,9 @@ Impl make_tinytorch_impl() {
   impl.factories["add_16M"] = binary({n16m}, {n16m}, add);
   impl.factories["sum_16M"] = binary({n16m}, {1}, sum);
   impl.factories["dispatch_add_1"] = binary({1}, {1}, add);
+  impl.factories["softmax_fb"] = softmax_fb();
+  impl.factories["tiny_graph"] = tiny_graph();
+  impl.factories["mlp_chain_fb"] = mlp_chain_fb();
   return impl;
 }
 

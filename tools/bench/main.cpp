@@ -43,7 +43,7 @@ namespace {
 void usage() {
   std::printf(
       "usage: tt_bench [--list] [--filter REGEX] [--rounds N] [--warmup N] [--threads N]\n"
-      "                [--impls a,b,...] [--pin IMPL=N] [--fail-on-miss]\n"
+      "                [--impls a,b,...] [--pin IMPL=N] [--fail-on-miss] [--ops N]\n"
       "  --list          print the workloads and which impls run each, then exit\n"
       "  --filter REGEX  run only workloads whose name matches (std::regex, search)\n"
       "  --rounds N      interleaved rounds per workload (default: per workload)\n"
@@ -53,7 +53,9 @@ void usage() {
       "  --impls LIST    comma-separated subset of: tinytorch,openblas,libtorch\n"
       "  --pin IMPL=N    after --threads, set IMPL's thread count alone to N (experiments;\n"
       "                  see Note [threads] in main.cpp for what is shared)\n"
-      "  --fail-on-miss  exit 1 when a target is missed\n");
+      "  --fail-on-miss  exit 1 when a target is missed\n"
+      "  --ops N         profiling: run exactly N ops per impl and workload, one impl after\n"
+      "                  the other, with no check, calibration, rounds or table\n");
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -137,6 +139,8 @@ int main(int argc, char** argv) try {
         return 2;
       }
       pins[v.substr(0, eq)] = parse_int(arg, v.substr(eq + 1));
+    } else if (arg == "--ops") {
+      opts.profile_ops = parse_int(arg, value());
     } else if (arg == "--fail-on-miss") {
       opts.fail_on_miss = true;
     } else {

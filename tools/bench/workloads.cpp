@@ -76,6 +76,49 @@ std::vector<WorkloadSpec> all_workloads() {
   dispatch.targets = {micros_at_most(1.0)};  // LibTorch measures about 1.7 us here
   all.push_back(dispatch);
 
+  // --- issue 3: autograd and activations ---------------------------------------------------------
+  // Forward + backward, as a training step runs them: the inputs require grad, one op is a
+  // forward, a backward, and clearing the grads (set to none, as PyTorch's zero_grad() does), so
+  // every iteration accumulates into fresh grads. The checksum adds the forward's result to the
+  // sum of |grad| of every input that requires grad.
+  WorkloadSpec softmax_fb;
+  softmax_fb.name = "softmax_fb";
+  softmax_fb.description =
+      "y = softmax(x, -1) on float32 [64, 8, 128, 128] (x requires grad), then y.backward(dy) "
+      "with a fixed dy";
+  softmax_fb.rounds = 11;
+  softmax_fb.sample_seconds = 0.2;
+  softmax_fb.check_rtol = 1e-4;
+  softmax_fb.targets = {ratio_at_least("libtorch", 1.0)};  // issue 3: <= 1.0x LibTorch's time
+  all.push_back(softmax_fb);
+
+  WorkloadSpec tiny;
+  tiny.name = "tiny_graph";
+  tiny.description =
+      "((a * b).sum()).backward() on 1-element float32 a, b requiring grad: the fixed cost of "
+      "recording and running a two-node graph";
+  tiny.per_op_micros = true;
+  tiny.rounds = 15;
+  tiny.sample_seconds = 0.05;
+  tiny.check_rtol = 1e-6;
+  // issue 3: <= 10 us, and <= 0.5x LibTorch's time (a speed ratio of at least 2).
+  tiny.targets = {micros_at_most(10.0), ratio_at_least("libtorch", 2.0)};
+  all.push_back(tiny);
+
+  // 4 x (h = gelu(h @ W_i)): forward 4 GEMMs; backward 4 dW plus 3 dh (x needs no grad).
+  const double mlp_gemm_flops = 2.0 * 1024 * 512 * 512;
+  WorkloadSpec mlp;
+  mlp.name = "mlp_chain_fb";
+  mlp.description =
+      "x [1024, 512]; 4 x (h = gelu(h @ W_i), W_i [512, 512] requiring grad, exact erf GELU); "
+      "h.sum().backward()";
+  mlp.flops = 11 * mlp_gemm_flops;
+  mlp.rounds = 11;
+  mlp.sample_seconds = 0.2;
+  mlp.check_rtol = 1e-3;  // erf and GEMM summation orders may differ in the last bits
+  mlp.targets = {ratio_at_least("libtorch", 1.0)};  // issue 3: <= 1.0x LibTorch's time
+  all.push_back(mlp);
+
   return all;
 }
 

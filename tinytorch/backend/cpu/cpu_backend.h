@@ -24,6 +24,12 @@ class CpuBackend final : public Backend {
   void randint(const Tensor& out, int64_t low, int64_t high, uint64_t seed, uint64_t offset) override;
   void arange(const Tensor& out, double start, double step) override;
   void transfer(const Tensor& out, const Tensor& src) override;
+  void softmax(const Tensor& out, const Tensor& in, int dim, bool log) override;
+  void softmax_backward(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int dim,
+                        bool log) override;
+  void activation(ActivationOp op, const Tensor& out, const Tensor& in, double param) override;
+  void activation_backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
+                           double param) override;
 };
 
 CpuBackend& cpu_backend();

@@ -1,0 +1,21 @@
+// The backward engine and the public autograd entry points.
+#pragma once
+
+#include <vector>
+
+#include "tinytorch/autograd/node.h"
+
+namespace tt::autograd {
+
+// Runs backward from `roots` (seeded with `grad_roots`; an undefined seed means ones for a
+// one-element root) and accumulates into the .grad of every leaf that requires grad.
+void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool retain_graph = false,
+              bool create_graph = false);
+
+// Gradients of `outputs` w.r.t. `inputs`, returned rather than accumulated into .grad.
+// An input that does not influence the outputs gets an undefined tensor when allow_unused,
+// else an error.
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
+                bool retain_graph = false, bool create_graph = false, bool allow_unused = false);
+
+}  // namespace tt::autograd

@@ -1,0 +1,139 @@
+// Nodes, saved variables, and the helpers ops use to record the graph.
+#include "tinytorch/autograd/node.h"
+
+#include <atomic>
+
+#include "tinytorch/autograd/function.h"
+#include "tinytorch/autograd/grad_mode.h"
+#include "tinytorch/ops/factory.h"
+#include "tinytorch/ops/reduction.h"
+#include "tinytorch/ops/copy.h"
+#include "tinytorch/ops/view.h"
+
+namespace tt {
+
+namespace {
+thread_local bool grad_mode_enabled = true;
+std::atomic<uint64_t> next_sequence_nr{0};
+}  // namespace
+
+bool GradMode::is_enabled() { return grad_mode_enabled; }
+void GradMode::set_enabled(bool enabled) { grad_mode_enabled = enabled; }
+
+namespace autograd {
+
+Node::Node() : sequence_nr(next_sequence_nr++) {}
+
+// Note [deep graphs]: a chain of 100,000 ops is a chain of 100,000 nodes, each owning the next
+// through its edges. Letting shared_ptr destroy them would recurse 100,000 deep and overflow the
+// stack, so a node about to free the last reference to a child moves it onto a local stack and
+// frees the chain in a loop. (Saved tensors never own a grad_fn; see SavedVariable.)
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> stack;
+  // Each edge's reference is dropped one at a time, so a child reached by two edges is seen as
+  // uniquely owned at the second one and still freed by the loop.
+  auto steal = [&stack](std::vector<Edge>& edges) {
+    for (Edge& e : edges) {
+      std::shared_ptr<Node> child = std::move(e.fn);
+      if (child && child.use_count() == 1) stack.push_back(std::move(child));
+    }
+  };
+  steal(next_edges);
+  while (!stack.empty()) {
+    std::shared_ptr<Node> n = std::move(stack.back());
+    stack.pop_back();
+    steal(n->next_edges);
+  }  // n is freed here with no children left to recurse into
+}
+
+// A leaf's .grad is its own contiguous tensor, so optimizers may update it in place: the
+// incoming gradient is kept as it is only when nothing else can see its memory (a fresh result
+// of backward), and copied otherwise (an expanded view, or a gradient the caller passed in).
+// Later gradients are added in place; with create_graph they are added out of place so the sum
+// stays differentiable.
+TensorList AccumulateGrad::apply(TensorList&& grads) {
+  Tensor g = std::move(grads[0]);
+  if (!g.defined()) return {};
+  const bool graph = GradMode::is_enabled();
+  if (!variable->grad) {
+    bool owned = g.impl_ptr().use_count() == 1 && g.storage().use_count() == 1 && g.is_contiguous() &&
+                 !g.unsafe_impl()->is_view && g.storage_offset() == 0;
+    Tensor kept = graph ? (owned ? g : clone(g)) : (owned ? g.detach() : clone(g.detach()));
+    variable->grad = kept.impl_ptr();
+  } else if (graph) {
+    variable->grad = (Tensor(variable->grad) + g).impl_ptr();
+  } else {
+    Tensor acc(variable->grad);
+    acc.add_(g.detach());
+  }
+  return {};
+}
+
+SavedVariable::SavedVariable(const Tensor& t) {
+  if (!t.defined()) return;
+  version_ = t.version();
+  if (t.unsafe_impl()->grad_fn) {
+    has_fn_ = true;
+    weak_fn_ = t.unsafe_impl()->grad_fn;
+    output_nr_ = t.unsafe_impl()->output_nr;
+    data_ = t.detach();
+  } else {
+    data_ = t;
+  }
+}
+
+Tensor SavedVariable::unpack() const {
+  if (!data_.defined()) return Tensor();
+  TT_CHECK(data_.version() == version_,
+           "backward: one of the tensors needed for gradient computation has been modified by an "
+           "inplace operation: a tensor of shape ", data_.shape(), " is at version ", data_.version(),
+           "; expected version ", version_, " instead");
+  if (!has_fn_) return data_;
+  Tensor t = data_.detach();
+  if (auto fn = weak_fn_.lock()) {
+    t.unsafe_impl()->grad_fn = fn;
+    t.unsafe_impl()->output_nr = output_nr_;
+    t.unsafe_impl()->requires_grad = true;
+  }
+  return t;
+}
+
+bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs)
+    if (t->defined() && t->requires_grad()) return true;
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  TensorImpl* impl = t.unsafe_impl();
+  if (impl->grad_fn) return Edge{impl->grad_fn, impl->output_nr};
+  std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    impl->grad_accumulator = acc;
+  }
+  return Edge{acc, 0};
+}
+
+void set_history(const Tensor& out, const std::shared_ptr<Node>& fn, uint32_t output_nr) {
+  TensorImpl* impl = out.unsafe_impl();
+  impl->grad_fn = fn;
+  impl->output_nr = output_nr;
+  impl->requires_grad = true;
+}
+
+Tensor reduce_grad(const Tensor& grad, const Shape& shape, ScalarType dtype) {
+  Tensor g = grad;
+  if (g.shape() != shape) {
+    Shape dims;
+    int lead = g.dim() - shape.size();
+    for (int d = 0; d < g.dim(); ++d)
+      if (d < lead || (shape[d - lead] == 1 && g.size(d) != 1)) dims.push_back(d);
+    if (!dims.empty()) g = sum(g, dims, /*keepdim=*/true);
+    g = reshape(g, shape);
+  }
+  return g.dtype() == dtype ? g : g.to(dtype);
+}
+
+}  // namespace autograd
+}  // namespace tt

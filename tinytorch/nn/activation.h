@@ -1,0 +1,132 @@
+// Activation layers (plain classes until nn::Module lands; they will derive from it then):
+// ReLU, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Softmax(dim), LogSoftmax(dim). None has parameters
+// or state; each forwards to the op (ops/activation.h, ops/elementwise.h), whose docs hold the
+// math and the fully-masked-row behaviour of softmax. Spelled as LibTorch's torch::nn layers:
+//
+//   tt::nn::GELU gelu(tt::nn::GELUOptions().approximate("tanh"));
+//   tt::nn::Softmax softmax(/*dim=*/-1);
+//   Tensor y = softmax(gelu(x));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "tinytorch/core/tensor.h"
+
+namespace tt::nn {
+
+// --- options ---------------------------------------------------------------------------------------
+// Each field has a chainable setter and a getter of the same name, as LibTorch's options do.
+
+struct LeakyReLUOptions {
+  LeakyReLUOptions& negative_slope(double v) {
+    negative_slope_ = v;
+    return *this;
+  }
+  double negative_slope() const { return negative_slope_; }
+
+ private:
+  double negative_slope_ = 0.01;
+};
+
+struct GELUOptions {
+  // "none" (exact, x * Phi(x)) or "tanh" (the tanh approximation); checked when the layer is built.
+  GELUOptions& approximate(std::string v) {
+    approximate_ = std::move(v);
+    return *this;
+  }
+  const std::string& approximate() const { return approximate_; }
+
+ private:
+  std::string approximate_ = "none";
+};
+
+struct SoftmaxOptions {
+  SoftmaxOptions(int64_t dim) : dim_(dim) {}  // NOLINT: implicit, so Softmax(SoftmaxOptions(1)) and {1} read alike
+  SoftmaxOptions& dim(int64_t v) {
+    dim_ = v;
+    return *this;
+  }
+  int64_t dim() const { return dim_; }
+
+ private:
+  int64_t dim_;
+};
+
+struct LogSoftmaxOptions {
+  LogSoftmaxOptions(int64_t dim) : dim_(dim) {}  // NOLINT: see SoftmaxOptions
+  LogSoftmaxOptions& dim(int64_t v) {
+    dim_ = v;
+    return *this;
+  }
+  int64_t dim() const { return dim_; }
+
+ private:
+  int64_t dim_;
+};
+
+// --- layers ----------------------------------------------------------------------------------------
+// x: [*] -> [*], same shape and dtype.
+
+class ReLU {
+ public:
+  Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+};
+
+class LeakyReLU {
+ public:
+  explicit LeakyReLU(const LeakyReLUOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  LeakyReLUOptions options;
+};
+
+class GELU {
+ public:
+  // Throws tt::Error for an `approximate` other than "none" or "tanh".
+  explicit GELU(const GELUOptions& options = {});
+  Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  GELUOptions options;
+};
+
+class SiLU {
+ public:
+  Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+};
+
+class Sigmoid {
+ public:
+  Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+};
+
+class Tanh {
+ public:
+  Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+};
+
+// Softmax over options.dim() (negative counts from the end).
+class Softmax {
+ public:
+  explicit Softmax(int64_t dim) : options(dim) {}
+  explicit Softmax(const SoftmaxOptions& options) : options(options) {}
+  Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  SoftmaxOptions options;
+};
+
+class LogSoftmax {
+ public:
+  explicit LogSoftmax(int64_t dim) : options(dim) {}
+  explicit LogSoftmax(const LogSoftmaxOptions& options) : options(options) {}
+  Tensor forward(const Tensor& x) const;
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  LogSoftmaxOptions options;
+};
+
+}  // namespace tt::nn
