@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -110,7 +111,7 @@ double best_ms(F f, int reps = 5) {
 
 }  // namespace
 
-int main() {
+int run() {
   auto t_start = std::chrono::steady_clock::now();
   std::cout << "Module 03 - activations: why nonlinearity, the elementwise activations and their\n"
                "derivatives, stable softmax and log-softmax, masked rows, and saturation.\n";
@@ -395,4 +396,15 @@ int main() {
   std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/04_autograd, where these\n"
                "derivatives are wired into a backward pass.\n";
   return 0;
+}
+
+// An error the narration did not expect ends the walkthrough with its message, not an abort.
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::cout << std::flush;
+    std::cerr << "\nwalkthrough stopped by an unexpected error: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -75,7 +76,7 @@ std::string origin(const char* name, const tt::Tensor& t) {
 
 }  // namespace
 
-int main() {
+int run() {
   auto t_start = std::chrono::steady_clock::now();
   std::cout << "Module 04 - autograd: the graph, the engine, every gradient of a small network,\n"
                "accumulation, broadcasting, in-place errors, double backward and gradcheck.\n";
@@ -333,4 +334,15 @@ int main() {
   std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/05_layers, where parameters are\n"
                "gathered into modules and this backward trains them.\n";
   return 0;
+}
+
+// An error the narration did not expect ends the walkthrough with its message, not an abort.
+int main() {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::cout << std::flush;
+    std::cerr << "\nwalkthrough stopped by an unexpected error: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -170,6 +170,16 @@ TEST_CASE("gradcheck: in-place ops", "[autograd][gradcheck][elementwise]") {
     y /= x[1];
     return y;
   }, {randn64({2, 2}), away_from_zero64({2, 2})});
+  expect_grad("copy_ with broadcast: the old value gets no gradient", [](L x) {
+    Tensor y = x[0] * 1.0;
+    y.copy_(x[1]);
+    return y * x[0];
+  }, {randn64({2, 3}), randn64_t({1, 3})});
+  expect_grad("fill_", [](L x) {
+    Tensor y = x[0].sin();
+    y.fill_(0.5);
+    return y * x[0];
+  }, {randn64({2, 3})});
   expect_grad("masked_fill_", [](L x) {
     Tensor y = x[0] * 2.0;
     y.masked_fill_(tensor({true, false, true}), 0.25);

@@ -32,10 +32,12 @@ struct Matmul {
     ScalarType dtype = kFloat32;
   };
   static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
+    // TT_EXERCISE_BEGIN(04)
     Tensor a = s.a.unpack(), b = s.b.unpack(), ga, gb;
     if (b.defined()) ga = autograd::reduce_grad(matmul(g[0], transpose(b, -1, -2)), s.a_shape, s.dtype);
     if (a.defined()) gb = autograd::reduce_grad(matmul(transpose(a, -1, -2), g[0]), s.b_shape, s.dtype);
     return {ga, gb};
+    // TT_EXERCISE_END
   }
 };
 

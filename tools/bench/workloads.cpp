@@ -88,7 +88,7 @@ std::vector<WorkloadSpec> all_workloads() {
       "with a fixed dy";
   softmax_fb.rounds = 11;
   softmax_fb.sample_seconds = 0.2;
-  softmax_fb.check_rtol = 1e-4;
+  softmax_fb.check_rtol = 1e-6;  // measured: the two agree to 1e-8
   softmax_fb.targets = {ratio_at_least("libtorch", 1.0)};  // issue 3: <= 1.0x LibTorch's time
   all.push_back(softmax_fb);
 
@@ -115,7 +115,9 @@ std::vector<WorkloadSpec> all_workloads() {
   mlp.flops = 11 * mlp_gemm_flops;
   mlp.rounds = 11;
   mlp.sample_seconds = 0.2;
-  mlp.check_rtol = 1e-3;  // erf and GEMM summation orders may differ in the last bits
+  // Measured: the two agree to 2e-8; a tanh-approximated GELU on one side moves the checksum by
+  // 7e-4, so the tolerance must stay well below that to catch it.
+  mlp.check_rtol = 1e-5;
   mlp.targets = {ratio_at_least("libtorch", 1.0)};  // issue 3: <= 1.0x LibTorch's time
   all.push_back(mlp);
 

@@ -1,5 +1,4 @@
-// Fits y = 3*x0 - 2*x1 + 0.5 by gradient descent written with tinytorch's tensor ops; the
-// README's library example. Exits 0 when the fit is good, so the install tests can judge it.
+// The README's library example: fit a line with autograd and plain gradient descent.
 #include <tinytorch/tinytorch.h>
 
 #include <iostream>
@@ -10,12 +9,18 @@ int main() {
   tt::Tensor X = tt::randn({N, 2});                         // inputs: [N, 2]
   tt::Tensor y = X.matmul(tt::tensor({3.0, -2.0})) + 0.5;   // targets: [N]
 
-  tt::Tensor w = tt::zeros({2}), b = tt::zeros({1});
-  const double lr = 0.1;
+  tt::Tensor w = tt::zeros({2}).requires_grad_();           // parameters: leaves of the graph
+  tt::Tensor b = tt::zeros({1}).requires_grad_();
   for (int step = 0; step < 200; ++step) {
-    tt::Tensor err = X.matmul(w) + b - y;                   // [N]; b broadcasts
-    w -= X.transpose(0, 1).matmul(err) * (2 * lr / N);      // gradient of mean(err^2)
-    b -= err.mean() * (2 * lr);
+    tt::Tensor loss = (X.matmul(w) + b - y).pow(2).mean();  // [N] -> []; b broadcasts
+    loss.backward();                                        // fills w.grad() and b.grad()
+    {
+      tt::NoGradGuard no_grad;                              // the update is not part of the graph
+      w -= w.grad() * 0.1;
+      b -= b.grad() * 0.1;
+    }
+    w.set_grad(tt::Tensor());                               // gradients add up: clear them
+    b.set_grad(tt::Tensor());
   }
   double loss = (X.matmul(w) + b - y).pow(2).mean().item<double>();
   std::cout << "w = " << w << "\nb = " << b << "\nloss = " << loss << "\n";
