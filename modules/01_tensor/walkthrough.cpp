@@ -12,40 +12,11 @@
 
 #include <tinytorch/tinytorch.h>
 
+#include "../narrate.h"
+
+using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+
 namespace {
-
-// --- narration helpers -------------------------------------------------------------------------
-
-void heading(const std::string& title) {
-  std::cout << "\n" << std::string(78, '=') << "\n" << title << "\n" << std::string(78, '=') << "\n";
-}
-
-void say(const std::string& text) { std::cout << "\n" << text << "\n"; }
-
-// Indents every line of `text` by `pad` spaces.
-std::string indented(const std::string& text, int pad = 4) {
-  std::string out(size_t(pad), ' ');
-  for (char c : text) {
-    out += c;
-    if (c == '\n') out += std::string(size_t(pad), ' ');
-  }
-  return out;
-}
-
-template <typename T>
-void show_value(const char* code, const T& value) {
-  std::ostringstream os;
-  os.precision(std::cout.precision());
-  os << std::boolalpha << value;
-  std::cout << ">>> " << code << "\n" << indented(os.str()) << "\n";
-}
-
-// SHOW(expr): print the expression, then its value. RUN(stmt): print the statement, then run it
-// in the enclosing scope (so declarations stay visible to the next steps).
-#define SHOW(...) show_value(#__VA_ARGS__, (__VA_ARGS__))
-#define RUN(...)                                \
-  std::cout << ">>> " << #__VA_ARGS__ << ";\n"; \
-  __VA_ARGS__
 
 // The metadata that makes a tensor: where it starts in its storage and how to step through it.
 std::string layout(const tt::Tensor& t) {
@@ -83,19 +54,6 @@ void draw_storage(const char* name, const tt::Tensor& t) {
             << "    reads by " << std::left << std::setw(4) << name << std::right << ":" << bottom.str()
             << "\n";
 }
-
-// Runs `f` and prints the tt::Error it throws (the library's way of saying no).
-template <typename F>
-void show_error(const char* code, F f) {
-  std::cout << ">>> " << code << "\n";
-  try {
-    f();
-    std::cout << "    (no error?)\n";
-  } catch (const tt::Error& e) {
-    std::cout << "    tt::Error: " << e.what() << "\n";
-  }
-}
-#define SHOW_ERROR(...) show_error(#__VA_ARGS__, [&] { (void)(__VA_ARGS__); })
 
 std::string mib(int64_t bytes) {
   char buf[64];

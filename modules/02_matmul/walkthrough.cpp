@@ -19,35 +19,11 @@
 
 #include <tinytorch/tinytorch.h>
 
+#include "../narrate.h"
+
+using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+
 namespace {
-
-// --- narration helpers (as in module 01) ------------------------------------------------------
-
-void heading(const std::string& title) {
-  std::cout << "\n" << std::string(78, '=') << "\n" << title << "\n" << std::string(78, '=') << "\n";
-}
-
-void say(const std::string& text) { std::cout << "\n" << text << "\n"; }
-
-std::string indented(const std::string& text, int pad = 4) {
-  std::string out(size_t(pad), ' ');
-  for (char c : text) {
-    out += c;
-    if (c == '\n') out += std::string(size_t(pad), ' ');
-  }
-  return out;
-}
-
-template <typename T>
-void show_value(const char* code, const T& value) {
-  std::ostringstream os;
-  os << std::boolalpha << value;
-  std::cout << ">>> " << code << "\n" << indented(os.str()) << "\n";
-}
-#define SHOW(...) show_value(#__VA_ARGS__, (__VA_ARGS__))
-#define RUN(...)                                \
-  std::cout << ">>> " << #__VA_ARGS__ << ";\n"; \
-  __VA_ARGS__
 
 std::string layout(const tt::Tensor& t) {
   std::ostringstream os;
@@ -57,30 +33,12 @@ std::string layout(const tt::Tensor& t) {
 }
 #define LAYOUT(t) std::cout << "    " << #t << ": " << layout(t) << "\n"
 
-template <typename F>
-void show_error(const char* code, F f) {
-  std::cout << ">>> " << code << "\n";
-  try {
-    f();
-    std::cout << "    (no error?)\n";
-  } catch (const tt::Error& e) {
-    std::cout << "    tt::Error: " << e.what() << "\n";
-  }
-}
-#define SHOW_ERROR(...) show_error(#__VA_ARGS__, [&] { (void)(__VA_ARGS__); })
-
 // Allocations made by `f`, from the allocator's counter.
 template <typename F>
 int64_t allocations_during(F f) {
   int64_t before = tt::memory::stats().num_allocs;
   f();
   return tt::memory::stats().num_allocs - before;
-}
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 // --- timing ------------------------------------------------------------------------------------

@@ -7,55 +7,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <exception>
 #include <functional>
 #include <iostream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <tinytorch/tinytorch.h>
 
+#include "../narrate.h"
+
+using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+
 namespace {
-
-// --- narration ---------------------------------------------------------------------------------
-
-void heading(const std::string& title) {
-  std::cout << "\n" << std::string(78, '=') << "\n" << title << "\n" << std::string(78, '=') << "\n";
-}
-
-void say(const std::string& text) { std::cout << "\n" << text << "\n"; }
-
-std::string indent(const std::string& text) {
-  std::string out = "    ";
-  for (char c : text) {
-    out += c;
-    if (c == '\n') out += "    ";
-  }
-  return out;
-}
-
-template <typename T>
-void show(const char* code, const T& value) {
-  std::ostringstream os;
-  os << std::boolalpha << value;
-  std::cout << ">>> " << code << "\n" << indent(os.str()) << "\n";
-}
-
-// SHOW(expr) prints the expression and its value; RUN(stmt) prints the statement and runs it in
-// the enclosing scope, so what it declares stays visible to later steps.
-#define SHOW(...) show(#__VA_ARGS__, (__VA_ARGS__))
-#define RUN(...)                                \
-  std::cout << ">>> " << #__VA_ARGS__ << ";\n"; \
-  __VA_ARGS__
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 // A row of numbers in %.4g, for tables.
 std::string row(const std::vector<double>& v, const char* format = "%11.4g") {
@@ -115,7 +79,6 @@ int run() {
   auto t_start = std::chrono::steady_clock::now();
   std::cout << "Module 03 - activations: why nonlinearity, the elementwise activations and their\n"
                "derivatives, stable softmax and log-softmax, masked rows, and saturation.\n";
-  std::cout.precision(4);
 
   // -------------------------------------------------------------------------------------------
   heading("1. Two linear layers are one linear layer");
@@ -399,12 +362,4 @@ int run() {
 }
 
 // An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() {
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    std::cout << std::flush;
-    std::cerr << "\nwalkthrough stopped by an unexpected error: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main() { return run_guarded(run); }

@@ -368,6 +368,7 @@ TEST_CASE("create_graph: second derivatives and a Hessian-vector product", "[mod
   Tensor gu = u.grad();  // 4 u^3 = 32
   CHECK(gu.item<double>() == Approx(32.0));
   CHECK(tt::autograd::grad({gu}, {u})[0].item<double>() == Approx(48.0));  // 12 u^2
+  u.set_grad(Tensor());  // u.grad's graph refers back to u: clearing it frees the cycle
 }
 
 // --- gradcheck of module 01-03 ops ------------------------------------------------------------------

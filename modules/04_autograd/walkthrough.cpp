@@ -6,66 +6,17 @@
 // build-*/modules/walkthrough_04). Each step prints its code (after ">>>") and the result.
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <exception>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <tinytorch/tinytorch.h>
 
+#include "../narrate.h"
+
+using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+
 namespace {
-
-// --- narration ---------------------------------------------------------------------------------
-
-void heading(const std::string& title) {
-  std::cout << "\n" << std::string(78, '=') << "\n" << title << "\n" << std::string(78, '=') << "\n";
-}
-
-void say(const std::string& text) { std::cout << "\n" << text << "\n"; }
-
-std::string indent(const std::string& text) {
-  std::string out = "    ";
-  for (size_t i = 0; i < text.size(); ++i) {
-    out += text[i];
-    if (text[i] == '\n' && i + 1 < text.size()) out += "    ";
-  }
-  return out;
-}
-
-template <typename T>
-void show(const char* code, const T& value) {
-  std::ostringstream os;
-  os << std::boolalpha << value;
-  std::cout << ">>> " << code << "\n" << indent(os.str()) << "\n";
-}
-
-// SHOW(expr) prints the expression and its value; RUN(stmt) prints the statement and runs it in
-// the enclosing scope, so what it declares stays visible to later steps.
-#define SHOW(...) show(#__VA_ARGS__, (__VA_ARGS__))
-#define RUN(...)                                \
-  std::cout << ">>> " << #__VA_ARGS__ << ";\n"; \
-  __VA_ARGS__
-
-// Runs `f` and prints the tt::Error it throws.
-template <typename F>
-void show_error(const char* code, F f) {
-  std::cout << ">>> " << code << "\n";
-  try {
-    f();
-    std::cout << "    (no error?)\n";
-  } catch (const tt::Error& e) {
-    std::cout << "    tt::Error: " << e.what() << "\n";
-  }
-}
-#define SHOW_ERROR(...) show_error(#__VA_ARGS__, [&] { __VA_ARGS__; })
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 // "name: grad_fn name" or "name: leaf", for the tour of the graph.
 std::string origin(const char* name, const tt::Tensor& t) {
@@ -337,12 +288,4 @@ int run() {
 }
 
 // An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() {
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    std::cout << std::flush;
-    std::cerr << "\nwalkthrough stopped by an unexpected error: " << e.what() << "\n";
-    return 1;
-  }
-}
+int main() { return run_guarded(run); }

@@ -66,7 +66,8 @@ TT_HOST_DEVICE float exp_f32(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float er = p * r * r + r + 1.0f;
-  float y = er * bits_to_float((ni + 127) << 23);
+  // 2^n as a float's exponent bits; unsigned, since shifting a negative int is undefined.
+  float y = er * bits_to_float(static_cast<int32_t>((static_cast<uint32_t>(ni) + 127u) << 23));
   y = big ? y * 2.0f : y;
   y = x > 88.7228393f ? HUGE_VALF : y;
   y = x < -87.0f ? 0.0f : y;

@@ -106,6 +106,9 @@ class Tensor {
   bool is_leaf() const { return impl().grad_fn == nullptr; }
   const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }
   // Runs backward from this tensor (a one-element tensor unless `gradient` is given).
+  // With create_graph=true a leaf's .grad carries a graph that refers back to the leaf: a
+  // reference cycle (as in PyTorch), freed only once the grad is cleared with set_grad(Tensor()).
+  // Prefer autograd::grad(..., create_graph=true), which stores nothing on the leaves.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false) const;
   // fn sees (and may replace, by returning a defined tensor) this tensor's gradient during backward.
   void register_hook(std::function<Tensor(const Tensor&)> fn) const;

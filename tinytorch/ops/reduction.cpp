@@ -124,8 +124,9 @@ Tensor extreme_all(ReduceOp op, const Tensor& t, const char* name) {
 }
 
 // max()/min() over everything: ties share the gradient equally (as PyTorch's max()).
+template <bool kMax>
 struct ExtremeAll {
-  static constexpr const char* kName = "MaxBackward1";
+  static constexpr const char* kName = kMax ? "MaxBackward1" : "MinBackward1";
   struct Saved { SavedVariable in, out; };
   static TensorList backward(const Saved& s, const TensorList& g) {
     Tensor in = s.in.unpack(), out = s.out.unpack();
@@ -133,8 +134,9 @@ struct ExtremeAll {
     return {div(mul(hit, g[0]), sum(hit))};
   }
 };
+template <bool kMax>
 Tensor record_extreme_all(const Tensor& t, Tensor out) {
-  if (auto node = autograd::make_node<ExtremeAll>({&t})) {
+  if (auto node = autograd::make_node<ExtremeAll<kMax>>({&t})) {
     autograd::set_history(out, node);  // first: a saved output must see its grad_fn (no cycle)
     node->saved = {SavedVariable(t), SavedVariable(out)};
   }
@@ -142,8 +144,9 @@ Tensor record_extreme_all(const Tensor& t, Tensor out) {
 }
 
 // max(dim)/min(dim): the gradient goes to the index that was returned.
+template <bool kMax>
 struct ExtremeDim {
-  static constexpr const char* kName = "MaxBackward0";
+  static constexpr const char* kName = kMax ? "MaxBackward0" : "MinBackward0";
   struct Saved { Shape in_shape; int64_t dim = 0; bool keepdim = false; SavedVariable indices; };
   static TensorList backward(const Saved& s, const TensorList& g) {
     if (s.in_shape.empty()) return {g[0]};
@@ -155,11 +158,12 @@ struct ExtremeDim {
     return {scatter_add(zeros(s.in_shape, gk.options()), s.dim, idx, gk)};
   }
 };
+template <bool kMax>
 std::tuple<Tensor, Tensor> extreme_dim(ReduceOp value_op, ReduceOp index_op, const Tensor& t, int64_t dim,
                                        bool keepdim, const char* name) {
   Tensor values = extreme(value_op, t, dim, keepdim, name);
   Tensor indices = extreme(index_op, t, dim, keepdim, name, true);
-  if (auto node = autograd::make_node<ExtremeDim>({&t})) {
+  if (auto node = autograd::make_node<ExtremeDim<kMax>>({&t})) {
     node->saved = {t.shape(), t.dim() ? wrap_dim(dim, t.dim(), name) : 0, keepdim, SavedVariable(indices)};
     autograd::set_history(values, node);
   }
@@ -183,15 +187,15 @@ Tensor mean(const Tensor& t, const Shape& dims, bool keepdim) {
 }
 Tensor mean(const Tensor& t) { return mean(t, {}, false); }
 
-Tensor max(const Tensor& t) { return record_extreme_all(t, extreme_all(ReduceOp::Max, t, "max")); }
-Tensor min(const Tensor& t) { return record_extreme_all(t, extreme_all(ReduceOp::Min, t, "min")); }
+Tensor max(const Tensor& t) { return record_extreme_all<true>(t, extreme_all(ReduceOp::Max, t, "max")); }
+Tensor min(const Tensor& t) { return record_extreme_all<false>(t, extreme_all(ReduceOp::Min, t, "min")); }
 Tensor argmax(const Tensor& t) { return extreme_all(ReduceOp::ArgMax, t, "argmax"); }
 Tensor argmin(const Tensor& t) { return extreme_all(ReduceOp::ArgMin, t, "argmin"); }
 std::tuple<Tensor, Tensor> max(const Tensor& t, int64_t dim, bool keepdim) {
-  return extreme_dim(ReduceOp::Max, ReduceOp::ArgMax, t, dim, keepdim, "max");
+  return extreme_dim<true>(ReduceOp::Max, ReduceOp::ArgMax, t, dim, keepdim, "max");
 }
 std::tuple<Tensor, Tensor> min(const Tensor& t, int64_t dim, bool keepdim) {
-  return extreme_dim(ReduceOp::Min, ReduceOp::ArgMin, t, dim, keepdim, "min");
+  return extreme_dim<false>(ReduceOp::Min, ReduceOp::ArgMin, t, dim, keepdim, "min");
 }
 Tensor argmax(const Tensor& t, int64_t dim, bool keepdim) {
   return extreme(ReduceOp::ArgMax, t, dim, keepdim, "argmax");

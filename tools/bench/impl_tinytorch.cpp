@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -146,8 +147,13 @@ Impl make_tinytorch_impl() {
   // the openblas impl (same library in this process).
   impl.set_threads = [](int n) { omp_set_num_threads(n); };
   impl.describe = [] {
+    // How idle libgomp workers wait matters when OpenMP regions alternate with OpenBLAS's own
+    // threads (tools/bench/README.md, Threads): print the setting, shared with LibTorch.
+    const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+    const char* spin_count = std::getenv("GOMP_SPINCOUNT");
     return "tinytorch: omp_get_max_threads()=" + std::to_string(omp_get_max_threads()) +
-           " (elementwise/reduction loops; matmul runs on OpenBLAS's threads)";
+           " (elementwise/reduction loops; matmul runs on OpenBLAS's threads) OMP_WAIT_POLICY=" +
+           (wait_policy ? wait_policy : "unset") + " GOMP_SPINCOUNT=" + (spin_count ? spin_count : "unset");
   };
 
   auto matmul = [](const tt::Tensor& a, const tt::Tensor& b) { return a.matmul(b); };
