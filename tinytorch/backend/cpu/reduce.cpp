@@ -111,8 +111,14 @@ double sum_row(const T* p, int64_t n, int64_t stride) {
     int64_t end = std::min(n, start + kBlock);
     T acc[kLanes] = {};
     int64_t i = start;
-    for (; i + kLanes <= end; i += kLanes)
+    for (; i + kLanes <= end; i += kLanes) {
+      // Note [sum prefetch]: a long sum is bound by memory bandwidth; asking for the data 8 KB
+      // ahead keeps more cache-line fills in flight than the hardware prefetcher alone (4-7%
+      // faster on 16M floats, measured A/B in one process). Prefetching past the end is harmless.
+      __builtin_prefetch(p + i + 2048);
+      __builtin_prefetch(p + i + 2048 + 32);
       for (int j = 0; j < kLanes; ++j) acc[j] += p[i + j];
+    }
     T s = 0;
     for (int j = 0; j < kLanes; ++j) s += acc[j];
     for (; i < end; ++i) s += p[i];
