@@ -44,6 +44,15 @@ Tensor unaliased(const Tensor& src, const Tensor& dst) {
 
 using autograd::TensorList;
 
+namespace {
+// A new contiguous tensor with t's values converted to `dtype` (the forward of to() and clone()).
+Tensor copy_as(const Tensor& t, ScalarType dtype) {
+  Tensor out = empty(t.shape(), t.options().dtype(dtype));
+  backend_for(t.device()).copy(out, t);
+  return out;
+}
+}  // namespace
+
 // to(dtype) / to(device) / clone: the gradient goes back converted to the input's dtype and device.
 struct ToCopy {
   static constexpr const char* kName = "ToCopyBackward0";
@@ -51,11 +60,6 @@ struct ToCopy {
     ScalarType dtype = kFloat32;
     Device device;
   };
-  static Tensor forward_dtype(const Tensor& t, ScalarType dtype) {
-    Tensor out = empty(t.shape(), t.options().dtype(dtype));
-    backend_for(t.device()).copy(out, t);
-    return out;
-  }
   static TensorList backward(const Saved& s, const TensorList& g) {
     return {to_device(to_dtype(g[0], s.dtype), s.device)};
   }
@@ -63,11 +67,6 @@ struct ToCopy {
 struct Clone {
   static constexpr const char* kName = "CloneBackward0";
   struct Saved {};
-  static Tensor forward(const Tensor& t) {
-    Tensor out = empty(t.shape(), t.options());
-    backend_for(t.device()).copy(out, t);
-    return out;
-  }
   static TensorList backward(const Saved&, const TensorList& g) { return {g[0]}; }
 };
 
@@ -84,7 +83,7 @@ Tensor record_to_copy(const Tensor& out, const Tensor& in) {
 
 Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy) {
   if (t.dtype() == dtype && !copy) return t;
-  return record_to_copy(ToCopy::forward_dtype(t, dtype), t);
+  return record_to_copy(copy_as(t, dtype), t);
 }
 
 Tensor to_device(const Tensor& t, const Device& device, bool copy) {
@@ -102,7 +101,7 @@ Tensor to_device(const Tensor& t, const Device& device, bool copy) {
 Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 
 Tensor clone(const Tensor& t) {
-  Tensor out = Clone::forward(t);
+  Tensor out = copy_as(t, t.dtype());
   if (auto node = autograd::make_node<Clone>({&t})) autograd::set_history(out, node);
   return out;
 }
