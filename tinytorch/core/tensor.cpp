@@ -51,6 +51,23 @@ void Tensor::set_grad(const Tensor& g) const {
   impl().grad = g.defined() ? g.impl_ptr() : nullptr;
 }
 
+void Tensor::set_data(const Tensor& new_data) const {
+  TT_CHECK(new_data.defined(), "set_data: the new data is undefined");
+  TT_CHECK(is_leaf(), "set_data: only leaf tensors can take new data, this one was produced by ",
+           impl().grad_fn->name());
+  TT_CHECK_DTYPE(!requires_grad() || new_data.is_floating_point(), "set_data: a tensor that requires grad needs "
+                 "floating-point data, got ", new_data.dtype());
+  TensorImpl& self = impl();
+  const TensorImpl& src = new_data.impl();
+  bool same_kind = self.dtype == src.dtype && self.storage->device == src.storage->device && self.shape == src.shape;
+  self.storage = src.storage;
+  self.offset = src.offset;
+  self.shape = src.shape;
+  self.strides = src.strides;
+  self.dtype = src.dtype;
+  if (!same_kind) self.grad = nullptr;
+}
+
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
   autograd::backward({*this}, {gradient}, retain_graph, create_graph);
 }

@@ -115,6 +115,11 @@ class Tensor {
   // Keeps the gradient of a non-leaf in grad() after backward.
   void retain_grad() const;
   Tensor detach() const;  // same storage, no autograd history
+  // Makes this leaf refer to new_data's storage, offset, shape, strides and dtype while staying the
+  // same TensorImpl (so every handle, optimizer and module holding it sees the change). This is
+  // how Module::to(dtype|device) converts parameters in place, as PyTorch's `param.data = ...`.
+  // The gradient is dropped when the dtype, device or shape changes.
+  void set_data(const Tensor& new_data) const;
 
   // --- conversion and copies ------------------------------------------------------------
   Tensor to(ScalarType t, bool copy = false) const;

@@ -1,6 +1,8 @@
 // Activation layers: each forward is one call of the op it wraps (see nn/activation.h).
 #include "tinytorch/nn/activation.h"
 
+#include <sstream>
+
 #include "tinytorch/ops/activation.h"
 #include "tinytorch/ops/elementwise.h"
 
@@ -26,5 +28,19 @@ Tensor Tanh::forward(const Tensor& x) const { return tanh(x); }
 Tensor Softmax::forward(const Tensor& x) const { return softmax(x, options.dim()); }
 
 Tensor LogSoftmax::forward(const Tensor& x) const { return log_softmax(x, options.dim()); }
+
+std::string LeakyReLU::extra_repr() const {
+  std::ostringstream os;
+  os << "negative_slope=" << options.negative_slope();
+  return os.str();
+}
+
+std::string GELU::extra_repr() const {
+  return options.approximate() == "none" ? "" : "approximate='" + options.approximate() + "'";
+}
+
+std::string Softmax::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+std::string LogSoftmax::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
 
 }  // namespace tt::nn

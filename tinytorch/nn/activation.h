@@ -1,4 +1,4 @@
-// Activation layers (plain classes until nn::Module lands; they will derive from it then):
+// Activation layers, each an nn::Module without parameters:
 // ReLU, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Softmax(dim), LogSoftmax(dim). None has parameters
 // or state; each forwards to the op (ops/activation.h, ops/elementwise.h), whose docs hold the
 // math and the fully-masked-row behaviour of softmax. Spelled as LibTorch's torch::nn layers:
@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "tinytorch/core/tensor.h"
+#include "tinytorch/nn/module.h"
 
 namespace tt::nn {
 
@@ -69,63 +70,67 @@ struct LogSoftmaxOptions {
 // --- layers ----------------------------------------------------------------------------------------
 // x: [*] -> [*], same shape and dtype.
 
-class ReLU {
+class ReLU : public Module {
  public:
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
 };
 
-class LeakyReLU {
+class LeakyReLU : public Module {
  public:
   explicit LeakyReLU(const LeakyReLUOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
+  std::string extra_repr() const override;
   LeakyReLUOptions options;
 };
 
-class GELU {
+class GELU : public Module {
  public:
   // Throws tt::Error for an `approximate` other than "none" or "tanh".
   explicit GELU(const GELUOptions& options = {});
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
+  std::string extra_repr() const override;
   GELUOptions options;
 };
 
-class SiLU {
+class SiLU : public Module {
  public:
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
 };
 
-class Sigmoid {
+class Sigmoid : public Module {
  public:
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
 };
 
-class Tanh {
+class Tanh : public Module {
  public:
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
 };
 
 // Softmax over options.dim() (negative counts from the end).
-class Softmax {
+class Softmax : public Module {
  public:
   explicit Softmax(int64_t dim) : options(dim) {}
   explicit Softmax(const SoftmaxOptions& options) : options(options) {}
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
+  std::string extra_repr() const override;
   SoftmaxOptions options;
 };
 
-class LogSoftmax {
+class LogSoftmax : public Module {
  public:
   explicit LogSoftmax(int64_t dim) : options(dim) {}
   explicit LogSoftmax(const LogSoftmaxOptions& options) : options(options) {}
   Tensor forward(const Tensor& x) const;
   Tensor operator()(const Tensor& x) const { return forward(x); }
+  std::string extra_repr() const override;
   LogSoftmaxOptions options;
 };
 

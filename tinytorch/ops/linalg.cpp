@@ -5,6 +5,7 @@
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/factory.h"
+#include "tinytorch/ops/reduction.h"
 #include "tinytorch/ops/view.h"
 
 namespace tt {
@@ -68,7 +69,61 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, const char* op) {
   return out;
 }
 
+// y = x @ wᵀ + b over the last dim, every leading row in one GEMM (see linear() below).
+struct Linear {
+  static constexpr const char* kName = "LinearBackward0";
+  struct Saved {
+    autograd::SavedVariable x, w;
+    Shape x_shape;
+    bool has_bias = false;
+  };
+  // g: [*, out] -> gx: [*, in], gw: [out, in], gb: [out]
+  static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
+    Tensor g2 = reshape(g[0], {-1, g[0].size(-1)});
+    Tensor x = s.x.unpack(), w = s.w.unpack(), gx, gw, gb;
+    if (w.defined()) gx = reshape(matmul(g2, w), s.x_shape);
+    if (x.defined()) gw = matmul(transpose(g2, 0, 1), reshape(x, {-1, x.size(-1)}));
+    if (s.has_bias) gb = sum(g2, {0});
+    return {gx, gw, gb};
+  }
+};
+
 }  // namespace
+
+// x: [*, in], w: [out, in], b: [out] -> [*, out]
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_operands(x, w, "linear");
+  TT_CHECK_SHAPE(x.dim() >= 1 && w.dim() == 2, "linear: expected input [*, in] and weight [out, in], got ",
+                 x.shape(), " and ", w.shape());
+  int64_t in = w.size(1), out_features = w.size(0);
+  TT_CHECK_SHAPE(x.size(-1) == in, "linear: the input's last dim must equal the weight's in_features, got input ",
+                 x.shape(), " and weight ", w.shape());
+  if (b.defined()) {
+    check_operands(x, b, "linear");
+    TT_CHECK_SHAPE(b.dim() == 1 && b.size(0) == out_features, "linear: expected bias of shape [", out_features,
+                   "], got ", b.shape());
+  }
+  Shape out_shape = x.shape();
+  out_shape[out_shape.size() - 1] = out_features;
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // x2 and the transposed weight are plumbing, not part of the graph
+    Tensor x2 = reshape(x, {-1, in});
+    out = empty({x2.size(0), out_features}, x.options());
+    Backend& be = backend_for(x.device());
+    // The bias is fused into the GEMM: broadcast it into the output, then accumulate with beta = 1.
+    if (b.defined()) be.copy(out, expand(b, out.shape()));
+    be.gemm(out, blas_ready(x2), blas_ready(transpose(w, 0, 1)), b.defined() ? 1.0 : 0.0);
+  }
+  if (auto node = autograd::make_node<Linear>({&x, &w, &b})) {
+    if (w.requires_grad()) node->saved.x = autograd::SavedVariable(x);
+    if (x.requires_grad()) node->saved.w = autograd::SavedVariable(w);
+    node->saved.x_shape = x.shape();
+    node->saved.has_bias = b.defined() && b.requires_grad();
+    autograd::set_history(out, node);
+  }
+  return reshape(out, out_shape);
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_operands(a, b, "matmul");

@@ -8,6 +8,9 @@ namespace tt {
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor mm(const Tensor& a, const Tensor& b);   // [M, K] @ [K, N]
 Tensor bmm(const Tensor& a, const Tensor& b);  // [B, M, K] @ [B, K, N]
+// Fully connected: x: [*, in], w: [out, in], b: [out] (optional) -> [*, out]. All leading dims
+// go through one GEMM and the bias is fused into it (beta = 1).
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b = Tensor());
 Tensor dot(const Tensor& a, const Tensor& b);  // [K] . [K] -> []
 
 }  // namespace tt

@@ -3,6 +3,7 @@
 
 #include "tinytorch/ops/activation.h"
 #include "tinytorch/ops/copy.h"
+#include "tinytorch/ops/dropout.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/indexing.h"

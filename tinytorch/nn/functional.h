@@ -1,0 +1,39 @@
+// nn::functional (alias tt::F): the stateless forms of the layers, as torch::nn::functional.
+// Each is the op itself, gathered under one namespace so model code reads like PyTorch:
+//
+//   namespace F = tt::nn::functional;
+//   Tensor h = F::relu(F::linear(x, w, b));
+//   Tensor y = F::dropout(h, 0.1, is_training());
+//
+// The losses (F::cross_entropy, F::mse_loss, ...) live in nn/loss.h and are included here.
+#pragma once
+
+#include "tinytorch/core/generator.h"
+#include "tinytorch/core/tensor.h"
+#include "tinytorch/ops/activation.h"
+#include "tinytorch/ops/dropout.h"
+#include "tinytorch/ops/elementwise.h"
+#include "tinytorch/ops/linalg.h"
+
+namespace tt::nn::functional {
+
+using tt::gelu;
+using tt::leaky_relu;
+using tt::linear;
+using tt::log_softmax;
+using tt::relu;
+using tt::sigmoid;
+using tt::silu;
+using tt::softmax;
+using tt::tanh;
+
+// F::dropout(x, p, training): LibTorch's argument order; training defaults to true as in PyTorch.
+inline Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr) {
+  return tt::dropout(x, p, training, gen);
+}
+
+}  // namespace tt::nn::functional
+
+namespace tt {
+namespace F = nn::functional;
+}  // namespace tt
