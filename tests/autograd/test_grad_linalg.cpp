@@ -49,3 +49,15 @@ TEST_CASE("gradcheck: an MLP-like chain", "[autograd][gradcheck][linalg]") {
               [](L x) { return ((x[0].matmul(x[1]) + x[2]).tanh().matmul(x[3])).mean(Shape{0}); },
               {randn64({4, 3}), randn64({3, 5}), randn64({5}), randn64_t({5, 2})});
 }
+
+TEST_CASE("gradcheck: linear with and without bias, any leading dims", "[autograd][gradcheck][linalg]") {
+  manual_seed(404);
+  auto lin = [](L x) { return linear(x[0], x[1], x[2]); };
+  auto lin_nb = [](L x) { return linear(x[0], x[1]); };
+  expect_grad("[5, 3] x [4, 3] + [4]", lin, {randn64({5, 3}), randn64({4, 3}), randn64({4})});
+  expect_grad("no bias", lin_nb, {randn64({5, 3}), randn64({4, 3})});
+  expect_grad("3-D input", lin, {randn64({2, 3, 3}), randn64({2, 3}), randn64({2})});
+  expect_grad("1-D input", lin, {randn64({3}), randn64({2, 3}), randn64({2})});
+  expect_grad("transposed input and weight", lin, {randn64_t({4, 3}), randn64_t({2, 3}), randn64({2})});
+  expect_grad("strided weight", lin, {randn64({3, 3}), randn64_strided({2, 3}), randn64({2})});
+}

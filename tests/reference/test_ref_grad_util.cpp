@@ -197,7 +197,7 @@ const std::set<std::string> kView = {"view",    "reshape", "flatten", "transpose
                                      "squeeze", "expand",  "slice",   "select",    "narrow", "contiguous", "clone"};
 const std::set<std::string> kJoin = {"cat", "stack", "split", "chunk"};
 const std::set<std::string> kIndexing = {"index_select", "gather", "scatter_add", "masked_fill", "where"};
-const std::set<std::string> kMatmul = {"matmul", "mm", "bmm", "dot"};
+const std::set<std::string> kMatmul = {"matmul", "mm", "bmm", "dot", "linear"};
 
 }  // namespace
 

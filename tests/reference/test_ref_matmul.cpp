@@ -14,6 +14,7 @@ std::vector<Tensor> runners::matmul(const std::string& op, const json&, std::vec
   if (op == "mm") return {tt::mm(a, b)};
   if (op == "bmm") return {tt::bmm(a, b)};
   if (op == "dot") return {tt::dot(a, b)};
+  if (op == "linear") return {tt::linear(a, b, in.size() > 2 ? in[2].value : Tensor())};
   throw std::logic_error("no matmul op " + op);
 }
 

@@ -122,7 +122,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     node->saved.has_bias = b.defined() && b.requires_grad();
     autograd::set_history(out, node);
   }
-  return reshape(out, out_shape);
+  return x.dim() == 2 ? out : reshape(out, out_shape);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
