@@ -69,6 +69,9 @@ Impl make_openblas_impl();
 #ifdef TT_BENCH_HAVE_LIBTORCH
 Impl make_libtorch_impl();
 #endif
+// The training-step workloads (training_*.cpp), added to an impl by its make_*_impl.
+void add_training_workloads_tinytorch(Impl& impl);
+void add_training_workloads_libtorch(Impl& impl);
 
 // --- helpers for implementation files ----------------------------------------------------------
 

@@ -131,6 +131,39 @@ Factory mlp_chain_fb() {
   };
 }
 
+// linear_fb: at::linear (addmm with the bias) on x [8192, 512] requiring grad; y.backward(dy).
+// Same values as impl_tinytorch.cpp.
+Factory linear_fb() {
+  return [] {
+    at::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
+    at::Tensor w = filled({2048, 512}, 2).requires_grad_(true);
+    at::Tensor b = filled({2048}, 3).requires_grad_(true);
+    at::Tensor dy = filled({8192, 2048}, 4);
+    auto step = [=] {
+      at::Tensor y = at::linear(x, w, b);
+      y.backward(dy);
+      return y;
+    };
+    auto clear = [=] {
+      clear_grad(x);
+      clear_grad(w);
+      clear_grad(b);
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      clear();
+    };
+    p.check = [=] {
+      double c = checksum_of(step().detach()) + abs_checksum_of(x.grad()) + abs_checksum_of(w.grad()) +
+                 abs_checksum_of(b.grad());
+      clear();
+      return c;
+    };
+    return p;
+  };
+}
+
 template <typename Op>
 Factory binary(std::vector<int64_t> shape_a, std::vector<int64_t> shape_b, Op op) {
   return [=] {
@@ -183,6 +216,8 @@ Impl make_libtorch_impl() {
   impl.factories["softmax_fb"] = softmax_fb();
   impl.factories["tiny_graph"] = tiny_graph();
   impl.factories["mlp_chain_fb"] = mlp_chain_fb();
+  impl.factories["linear_fb"] = linear_fb();
+  add_training_workloads_libtorch(impl);
   return impl;
 }
 

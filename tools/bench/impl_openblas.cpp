@@ -47,6 +47,35 @@ Factory sgemm(int64_t n) {
   };
 }
 
+// linear_fb as three GEMMs: y = x Wt, dx = dy W, dW = dyT x (x [R, I], W [O, I], dy [R, O]).
+// The bias costs nothing here; check() adds its exact contribution to the checksums instead
+// (sum(y) gains R * sum(b); db = column sums of dy, all positive, so |db| sums to sum(dy)).
+Factory linear_fb() {
+  return [] {
+    const int R = 8192, I = 512, O = 2048;
+    Buffer x = filled(int64_t(R) * I, 1), w = filled(int64_t(O) * I, 2), b = filled(O, 3),
+           dy = filled(int64_t(R) * O, 4);
+    Buffer y = filled(int64_t(R) * O, 5), dx = filled(int64_t(R) * I, 6), dw = filled(int64_t(O) * I, 7);
+    auto run = [=] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, O, I, 1.0f, x.get(), I, w.get(), I, 0.0f, y.get(), O);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, I, O, 1.0f, dy.get(), O, w.get(), I, 0.0f, dx.get(), I);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, R, 1.0f, dy.get(), O, x.get(), I, 0.0f, dw.get(), I);
+      do_not_optimize(y.get());
+      do_not_optimize(dx.get());
+      do_not_optimize(dw.get());
+    };
+    Prepared p;
+    p.run = run;
+    p.check = [=] {
+      run();
+      double bias_in_y = double(R) * checksum(b.get(), O);
+      return checksum(y.get(), int64_t(R) * O) + bias_in_y + abs_checksum(dx.get(), int64_t(R) * I) +
+             abs_checksum(dw.get(), int64_t(O) * I) + checksum(dy.get(), int64_t(R) * O);
+    };
+    return p;
+  };
+}
+
 // The shared object that defines `symbol` for a global lookup: the one every caller binds to.
 std::string provider_of(const char* symbol) {
   void* addr = dlsym(RTLD_DEFAULT, symbol);
@@ -71,6 +100,7 @@ Impl make_openblas_impl() {
   };
   impl.factories["matmul_1024"] = sgemm(1024);
   impl.factories["matmul_4096"] = sgemm(4096);
+  impl.factories["linear_fb"] = linear_fb();
   return impl;
 }
 

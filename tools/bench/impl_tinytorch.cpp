@@ -122,6 +122,42 @@ Factory mlp_chain_fb() {
   };
 }
 
+// linear_fb: nn::Linear(512, 2048) on x [8192, 512] requiring grad; y.backward(dy) with fixed dy.
+// The same values as impl_openblas.cpp: x seed 1, W seed 2, b seed 3, dy seed 4.
+Factory linear_fb() {
+  return [] {
+    auto fc = std::make_shared<tt::nn::Linear>(512, 2048);
+    {
+      tt::NoGradGuard no_grad;
+      fc->weight.copy_(filled({2048, 512}, 2));
+      fc->bias.copy_(filled({2048}, 3));
+    }
+    tt::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
+    tt::Tensor dy = filled({8192, 2048}, 4);
+    auto step = [=] {
+      tt::Tensor y = fc->forward(x);
+      y.backward(dy);
+      return y;
+    };
+    auto clear = [=] {
+      x.set_grad(tt::Tensor());
+      fc->zero_grad();
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      clear();
+    };
+    p.check = [=] {
+      double c = checksum_of(step()) + abs_checksum_of(x.grad()) + abs_checksum_of(fc->weight.grad()) +
+                 abs_checksum_of(fc->bias.grad());
+      clear();
+      return c;
+    };
+    return p;
+  };
+}
+
 // Builds a Prepared from an op on two inputs of the given shape.
 template <typename Op>
 Factory binary(tt::Shape shape_a, tt::Shape shape_b, Op op) {
@@ -169,6 +205,8 @@ Impl make_tinytorch_impl() {
   impl.factories["softmax_fb"] = softmax_fb();
   impl.factories["tiny_graph"] = tiny_graph();
   impl.factories["mlp_chain_fb"] = mlp_chain_fb();
+  impl.factories["linear_fb"] = linear_fb();
+  add_training_workloads_tinytorch(impl);
   return impl;
 }
 

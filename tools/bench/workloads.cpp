@@ -121,6 +121,45 @@ std::vector<WorkloadSpec> all_workloads() {
   mlp.targets = {ratio_at_least("libtorch", 1.0)};  // issue 3: <= 1.0x LibTorch's time
   all.push_back(mlp);
 
+  // --- issue 4: layers, losses, optimizers ---------------------------------------------------------
+  // Linear(512 -> 2048, bias) on x [8192, 512] requiring grad: y = x Wt + b, y.backward(dy) with a
+  // fixed dy, grads set to none. Three GEMMs (y, dx, dW) of 2 * 8192 * 512 * 2048 flops each; the
+  // bias add and the bias gradient (a column sum of dy) are extra work the raw OpenBLAS side skips.
+  WorkloadSpec linear_fb;
+  linear_fb.name = "linear_fb";
+  linear_fb.description =
+      "Linear(512 -> 2048, bias) on x [8192, 512] (x, W, b require grad), forward + y.backward(dy); "
+      "raw OpenBLAS: the same three sgemm calls into preallocated buffers";
+  linear_fb.flops = 3 * 2.0 * 8192 * 512 * 2048;
+  linear_fb.rounds = 9;
+  linear_fb.sample_seconds = 0.0;
+  linear_fb.check_rtol = 1e-5;
+  linear_fb.targets = {ratio_at_least("openblas", 0.97), ratio_at_least("libtorch", 1.0)};
+  all.push_back(linear_fb);
+
+  WorkloadSpec mlp_step;
+  mlp_step.name = "mlp_step";
+  mlp_step.description =
+      "one training step: Linear(784, 256) -> ReLU -> Linear(256, 10), cross-entropy on a batch of "
+      "128, zero_grad, backward, SGD(lr 0.01, momentum 0.9) step";
+  mlp_step.flops = 3 * 2.0 * 128 * (784 * 256 + 256 * 10);
+  mlp_step.rounds = 15;
+  mlp_step.sample_seconds = 0.1;
+  mlp_step.check_rtol = 1e-5;
+  mlp_step.targets = {ratio_at_least("libtorch", 1.0)};
+  all.push_back(mlp_step);
+
+  WorkloadSpec adamw_step;
+  adamw_step.name = "adamw_step";
+  adamw_step.description =
+      "AdamW(lr 1e-3, weight_decay 0.01).step() over 10 float32 parameters of [1000, 1000] (10M) "
+      "with fixed gradients";
+  adamw_step.rounds = 15;
+  adamw_step.sample_seconds = 0.1;
+  adamw_step.check_rtol = 1e-5;
+  adamw_step.targets = {ratio_at_least("libtorch", 1.0)};
+  all.push_back(adamw_step);
+
   return all;
 }
 
