@@ -25,6 +25,20 @@ enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin, NumOps };
 // approximation; LeakyRelu takes its negative slope as the kernels' `param`.
 enum class ActivationOp : uint8_t { Gelu, GeluTanh, Silu, LeakyRelu, NumOps };
 
+// Hyperparameters of one fused optimizer step, prepared on the host by optim/ (ops/optim_step.h).
+struct SgdStepArgs {
+  double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false, maximize = false;
+  bool first_step = false;  // the momentum buffer holds nothing yet: it starts as the gradient
+};
+struct AdamStepArgs {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool decoupled = false;  // AdamW: decay the parameter, not the gradient
+  bool amsgrad = false, maximize = false;
+  double step_size = 0;              // lr / (1 - beta1^step)
+  double bias_correction2_sqrt = 1;  // sqrt(1 - beta2^step)
+};
+
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 const char* op_name(ReduceOp op);
@@ -88,6 +102,20 @@ class Backend {
   // grad_in = grad_out * op'(in). grad_in, in: same shape and float dtype; grad_out: bcast to it.
   virtual void activation_backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out,
                                    const Tensor& in, double param) = 0;
+
+  // --- optimizers (ops/optim_step.cpp): one pass over each tensor, PyTorch's formula order ----
+  // g is the gradient, negated first when args.maximize.
+  // SGD (torch.optim.SGD): d = g + wd*p; buf = first_step ? d : momentum*buf + (1-dampening)*d;
+  // d = nesterov ? d + momentum*buf : buf; p -= lr*d (with momentum = 0: p -= lr*d, no buf).
+  // param, grad, momentum_buf (undefined when momentum is 0): same shape, float dtype, contiguous.
+  virtual void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
+                        const SgdStepArgs& args) = 0;
+  // Adam / AdamW (torch.optim.Adam(W)): g += wd*p (Adam) or p *= 1 - lr*wd (AdamW);
+  // m = beta1*m + (1-beta1)*g; v = beta2*v + (1-beta2)*g*g; vmax = max(vmax, v) with amsgrad;
+  // p -= step_size * m / (sqrt(v or vmax) / bias_correction2_sqrt + eps).
+  // All tensors: same shape, float dtype, contiguous; max_exp_avg_sq undefined unless amsgrad.
+  virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                         const Tensor& max_exp_avg_sq, const AdamStepArgs& args) = 0;
 };
 
 // True when the last two dims of `m` can be handed to a BLAS GEMM as they are: one of them has

@@ -14,6 +14,7 @@
 #include "tinytorch/ops/dropout.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/linalg.h"
+#include "tinytorch/nn/loss.h"
 
 namespace tt::nn::functional {
 

@@ -9,5 +9,6 @@
 #include "tinytorch/ops/indexing.h"
 #include "tinytorch/ops/join.h"
 #include "tinytorch/ops/linalg.h"
+#include "tinytorch/ops/loss.h"
 #include "tinytorch/ops/reduction.h"
 #include "tinytorch/ops/view.h"

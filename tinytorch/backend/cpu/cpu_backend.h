@@ -1,6 +1,6 @@
 // The CPU backend: the Backend interface implemented with plain loops, OpenMP and OpenBLAS.
 // Each kernel family lives in its own file (elementwise.cpp, reduce.cpp, gemm.cpp, index.cpp,
-// random.cpp); their CUDA twins carry the same names under backend/cuda.
+// random.cpp, optimizer.cpp); their CUDA twins carry the same names under backend/cuda.
 #pragma once
 
 #include "tinytorch/backend/backend.h"
@@ -30,6 +30,9 @@ class CpuBackend final : public Backend {
   void activation(ActivationOp op, const Tensor& out, const Tensor& in, double param) override;
   void activation_backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
                            double param) override;
+  void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdStepArgs& args) override;
+  void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const Tensor& max_exp_avg_sq, const AdamStepArgs& args) override;
 };
 
 CpuBackend& cpu_backend();

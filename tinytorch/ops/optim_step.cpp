@@ -1,0 +1,103 @@
+// The fused optimizer steps: checks, then one Backend kernel per parameter (see optim_step.h).
+#include "tinytorch/ops/optim_step.h"
+
+#include <initializer_list>
+
+#include "tinytorch/autograd/grad_mode.h"
+#include "tinytorch/ops/copy.h"
+
+namespace tt::detail {
+
+namespace {
+
+void check_param_and_grad(const Tensor& param, const Tensor& grad, const char* op) {
+  TT_CHECK(param.defined(), op, ": the parameter is an undefined tensor");
+  TT_CHECK(grad.defined(), op, ": the gradient is an undefined tensor");
+  TT_CHECK_DTYPE(param.dtype() == kFloat32 || param.dtype() == kFloat64, op,
+                 ": parameters must be float32 or float64, got ", param.dtype());
+  TT_CHECK_DTYPE(grad.dtype() == param.dtype(), op, ": the gradient must have the parameter's dtype, got ",
+                 grad.dtype(), " for a ", param.dtype(), " parameter");
+  TT_CHECK_DEVICE(grad.device() == param.device(), op, ": the gradient must be on the parameter's device, got ",
+                  grad.device(), " for a parameter on ", param.device());
+  TT_CHECK_SHAPE(grad.shape() == param.shape(), op, ": the gradient must have the parameter's shape, got ",
+                 grad.shape(), " for a parameter of shape ", param.shape());
+  check_writable(param, op);
+}
+
+// An optimizer state tensor (momentum buffer, moments): the parameter's shape, dtype and
+// device, contiguous, and memory of its own.
+void check_state(const Tensor& param, const Tensor& s, const char* op, const char* name) {
+  TT_CHECK(s.defined(), op, ": the state tensor ", name, " is undefined");
+  TT_CHECK_DTYPE(s.dtype() == param.dtype(), op, ": ", name, " must have the parameter's dtype, got ", s.dtype(),
+                 " for a ", param.dtype(), " parameter");
+  TT_CHECK_DEVICE(s.device() == param.device(), op, ": ", name, " must be on the parameter's device, got ",
+                  s.device(), " for a parameter on ", param.device());
+  TT_CHECK_SHAPE(s.shape() == param.shape(), op, ": ", name, " must have the parameter's shape, got ", s.shape(),
+                 " for a parameter of shape ", param.shape());
+  TT_CHECK(s.is_contiguous(), op, ": ", name, " must be contiguous, got strides ", s.strides());
+  TT_CHECK(!may_overlap(s, param), op, ": ", name, " shares memory with the parameter");
+}
+
+// The gradient as the kernel reads it: contiguous, and not sharing memory with a written tensor
+// (the kernels' pointers are __restrict).
+Tensor kernel_grad(const Tensor& grad, std::initializer_list<const Tensor*> written) {
+  Tensor g = contiguous(grad);
+  for (const Tensor* w : written)
+    if (w->defined() && may_overlap(g, *w)) return clone(grad);
+  return g;
+}
+
+// Runs `kernel` on a contiguous version of `param` and writes the result back when that was a
+// copy; bumps the parameter's version either way.
+template <typename F>
+void with_contiguous_param(const Tensor& param, F kernel) {
+  Tensor p = contiguous(param);
+  kernel(p);
+  if (p.is_same(param)) {
+    param.bump_version();
+  } else {
+    Tensor dst = param;
+    copy_(dst, p);  // bumps the version
+  }
+}
+
+}  // namespace
+
+void sgd_step_(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdStepArgs& args) {
+  const char* op = "sgd_step";
+  check_param_and_grad(param, grad, op);
+  const bool use_buf = args.momentum != 0;
+  if (use_buf) check_state(param, momentum_buf, op, "momentum_buffer");
+  const Tensor buf = use_buf ? momentum_buf : Tensor();
+  NoGradGuard no_grad;
+  with_contiguous_param(param, [&](const Tensor& p) {
+    Tensor g = kernel_grad(grad, {&p, &buf});
+    backend_for(param.device()).sgd_step(p, g, buf, args);
+  });
+  if (use_buf) buf.bump_version();
+}
+
+void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const Tensor& max_exp_avg_sq, const AdamStepArgs& args) {
+  const char* op = args.decoupled ? "adamw_step" : "adam_step";
+  check_param_and_grad(param, grad, op);
+  check_state(param, exp_avg, op, "exp_avg");
+  check_state(param, exp_avg_sq, op, "exp_avg_sq");
+  TT_CHECK(!may_overlap(exp_avg, exp_avg_sq), op, ": exp_avg and exp_avg_sq share memory");
+  if (args.amsgrad) {
+    check_state(param, max_exp_avg_sq, op, "max_exp_avg_sq");
+    TT_CHECK(!may_overlap(max_exp_avg_sq, exp_avg) && !may_overlap(max_exp_avg_sq, exp_avg_sq), op,
+             ": max_exp_avg_sq shares memory with exp_avg or exp_avg_sq");
+  }
+  const Tensor vmax = args.amsgrad ? max_exp_avg_sq : Tensor();
+  NoGradGuard no_grad;
+  with_contiguous_param(param, [&](const Tensor& p) {
+    Tensor g = kernel_grad(grad, {&p, &exp_avg, &exp_avg_sq, &vmax});
+    backend_for(param.device()).adam_step(p, g, exp_avg, exp_avg_sq, vmax, args);
+  });
+  exp_avg.bump_version();
+  exp_avg_sq.bump_version();
+  if (args.amsgrad) vmax.bump_version();
+}
+
+}  // namespace tt::detail

@@ -1,0 +1,23 @@
+// The fused optimizer steps as ops: optim/ (SGD, Adam, AdamW) calls these, never a kernel or a
+// raw buffer. Each checks its tensors (one device, one float dtype, one shape, writable
+// parameter, contiguous state), runs the Backend's single-pass kernel (backend.h documents the
+// formulas) under NoGradGuard and bumps the version of every tensor it writes, as in-place ops
+// do. A non-contiguous parameter or gradient is handled through a contiguous copy. Not here:
+// step counters, bias corrections and option checks, which optim/ owns.
+#pragma once
+
+#include "tinytorch/backend/backend.h"
+#include "tinytorch/core/tensor.h"
+
+namespace tt::detail {
+
+// param: [*]; grad: param's shape; momentum_buf: param's shape, contiguous, or undefined when
+// args.momentum == 0. Writes param and momentum_buf.
+void sgd_step_(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdStepArgs& args);
+
+// param: [*]; grad, exp_avg, exp_avg_sq: param's shape (the state contiguous); max_exp_avg_sq:
+// the same when args.amsgrad, else undefined. Writes param and the state tensors.
+void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const Tensor& max_exp_avg_sq, const AdamStepArgs& args);
+
+}  // namespace tt::detail
