@@ -68,31 +68,39 @@ Tensor& zeros_(Tensor& t) { return constant_(t, 0.0); }
 Tensor& ones_(Tensor& t) { return constant_(t, 1.0); }
 
 Tensor& xavier_uniform_(Tensor& t, double gain, Generator* gen) {
+  // TT_EXERCISE_BEGIN(05)
   check_float(t, "xavier_uniform_");
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
   double a = gain * std::sqrt(6.0 / double(fan_in + fan_out));
   return uniform_(t, -a, a, gen);
+  // TT_EXERCISE_END
 }
 
 Tensor& xavier_normal_(Tensor& t, double gain, Generator* gen) {
+  // TT_EXERCISE_BEGIN(05)
   check_float(t, "xavier_normal_");
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
   return normal_(t, 0.0, gain * std::sqrt(2.0 / double(fan_in + fan_out)), gen);
+  // TT_EXERCISE_END
 }
 
 Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, const std::string& nonlinearity, Generator* gen) {
+  // TT_EXERCISE_BEGIN(05)
   check_float(t, "kaiming_uniform_");
   int64_t f = fan(t, mode);
   TT_CHECK_SHAPE(f > 0, "init::kaiming_uniform_: cannot initialize a tensor with a zero fan, got ", t.shape());
   double bound = calculate_gain(nonlinearity, a) * std::sqrt(3.0 / double(f));
   return uniform_(t, -bound, bound, gen);
+  // TT_EXERCISE_END
 }
 
 Tensor& kaiming_normal_(Tensor& t, double a, FanMode mode, const std::string& nonlinearity, Generator* gen) {
+  // TT_EXERCISE_BEGIN(05)
   check_float(t, "kaiming_normal_");
   int64_t f = fan(t, mode);
   TT_CHECK_SHAPE(f > 0, "init::kaiming_normal_: cannot initialize a tensor with a zero fan, got ", t.shape());
   return normal_(t, 0.0, calculate_gain(nonlinearity, a) / std::sqrt(double(f)), gen);
+  // TT_EXERCISE_END
 }
 
 }  // namespace tt::nn::init

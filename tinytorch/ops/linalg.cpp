@@ -79,12 +79,14 @@ struct Linear {
   };
   // g: [*, out] -> gx: [*, in], gw: [out, in], gb: [out]
   static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
+    // TT_EXERCISE_BEGIN(05)
     Tensor g2 = reshape(g[0], {-1, g[0].size(-1)});
     Tensor x = s.x.unpack(), w = s.w.unpack(), gx, gw, gb;
     if (w.defined()) gx = reshape(matmul(g2, w), s.x_shape);
     if (x.defined()) gw = matmul(transpose(g2, 0, 1), reshape(x, {-1, x.size(-1)}));
     if (s.has_bias) gb = sum(g2, {0});
     return {gx, gw, gb};
+    // TT_EXERCISE_END
   }
 };
 
