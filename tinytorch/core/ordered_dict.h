@@ -1,10 +1,12 @@
 // OrderedDict: a small insertion-ordered map from string keys to values, as LibTorch's
 // torch::OrderedDict. Modules keep their parameters, buffers and children in one, so that
 // named_parameters() and state_dict() list entries in the order they were registered.
-// Lookup is a linear scan: modules hold a handful of entries, and order matters more than speed.
+// A hash index beside the ordered items makes lookup and insertion O(1), so building a dict of
+// many entries (a checkpoint with tens of thousands of tensors) stays linear.
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -15,30 +17,30 @@ namespace tt {
 template <typename V>
 class OrderedDict {
  public:
-  using Item = std::pair<std::string, V>;
+  using Item = std::pair<const std::string, V>;  // keys are fixed once inserted (the index relies on it)
 
   // Adds key -> value; a key already present is an error (names must be unique).
   V& insert(std::string key, V value) {
     TT_CHECK(!contains(key), "OrderedDict: key \"", key, "\" is already present");
+    index_.emplace(key, items_.size());
     items_.emplace_back(std::move(key), std::move(value));
     return items_.back().second;
   }
   // Adds or replaces, keeping the original position when the key exists.
   V& insert_or_assign(const std::string& key, V value) {
     if (V* v = find(key)) return *v = std::move(value);
+    index_.emplace(key, items_.size());
     items_.emplace_back(key, std::move(value));
     return items_.back().second;
   }
 
   V* find(const std::string& key) {
-    for (auto& item : items_)
-      if (item.first == key) return &item.second;
-    return nullptr;
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &items_[it->second].second;
   }
   const V* find(const std::string& key) const {
-    for (const auto& item : items_)
-      if (item.first == key) return &item.second;
-    return nullptr;
+    auto it = index_.find(key);
+    return it == index_.end() ? nullptr : &items_[it->second].second;
   }
   bool contains(const std::string& key) const { return find(key) != nullptr; }
 
@@ -66,7 +68,10 @@ class OrderedDict {
 
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }
-  void clear() { items_.clear(); }
+  void clear() {
+    items_.clear();
+    index_.clear();
+  }
   auto begin() { return items_.begin(); }
   auto end() { return items_.end(); }
   auto begin() const { return items_.begin(); }
@@ -75,6 +80,7 @@ class OrderedDict {
 
  private:
   std::vector<Item> items_;
+  std::unordered_map<std::string, size_t> index_;  // key -> position in items_
 };
 
 }  // namespace tt

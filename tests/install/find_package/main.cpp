@@ -1,28 +1,40 @@
-// The README's library example: fit a line with autograd and plain gradient descent.
+// The README's library example: a LibTorch-style training program against the installed
+// package. A two-layer network learns y = sin(x) on [-3, 3] with Adam; the trained weights go
+// through a safetensors checkpoint into a fresh network, which must compute the same outputs.
 #include <tinytorch/tinytorch.h>
 
+#include <cstdio>
 #include <iostream>
+
+struct Net : tt::nn::Module {
+  Net() {
+    fc1 = register_module("fc1", std::make_shared<tt::nn::Linear>(1, 32));
+    fc2 = register_module("fc2", std::make_shared<tt::nn::Linear>(32, 1));
+  }
+  tt::Tensor forward(const tt::Tensor& x) { return fc2->forward(tt::tanh(fc1->forward(x))); }
+  std::shared_ptr<tt::nn::Linear> fc1, fc2;
+};
 
 int main() {
   tt::manual_seed(0);
-  const int64_t N = 256;
-  tt::Tensor X = tt::randn({N, 2});                         // inputs: [N, 2]
-  tt::Tensor y = X.matmul(tt::tensor({3.0, -2.0})) + 0.5;   // targets: [N]
+  tt::Tensor x = tt::linspace(-3, 3, 256).unsqueeze(1);  // inputs: [256, 1]
+  tt::Tensor y = tt::sin(x);                             // targets: [256, 1]
 
-  tt::Tensor w = tt::zeros({2}).requires_grad_();           // parameters: leaves of the graph
-  tt::Tensor b = tt::zeros({1}).requires_grad_();
-  for (int step = 0; step < 200; ++step) {
-    tt::Tensor loss = (X.matmul(w) + b - y).pow(2).mean();  // [N] -> []; b broadcasts
-    loss.backward();                                        // fills w.grad() and b.grad()
-    {
-      tt::NoGradGuard no_grad;                              // the update is not part of the graph
-      w -= w.grad() * 0.1;
-      b -= b.grad() * 0.1;
-    }
-    w.set_grad(tt::Tensor());                               // gradients add up: clear them
-    b.set_grad(tt::Tensor());
+  auto net = std::make_shared<Net>();
+  tt::optim::Adam optimizer(net->parameters(), tt::optim::AdamOptions(0.01));
+  for (int step = 0; step < 1000; ++step) {
+    tt::Tensor loss = tt::F::mse_loss(net->forward(x), y);
+    optimizer.zero_grad();
+    loss.backward();  // fills every parameter's grad()
+    optimizer.step();
   }
-  double loss = (X.matmul(w) + b - y).pow(2).mean().item<double>();
-  std::cout << "w = " << w << "\nb = " << b << "\nloss = " << loss << "\n";
-  return loss < 1e-8 ? 0 : 1;
+  std::cout << *net << "\n";
+
+  tt::save(*net, "net.safetensors");  // written to a temporary file, then renamed
+  auto restored = std::make_shared<Net>();
+  tt::load(*restored, "net.safetensors");
+  tt::NoGradGuard no_grad;
+  double loss = tt::F::mse_loss(restored->forward(x), y).item<double>();
+  std::printf("loss after reload: %.2e\n", loss);
+  return loss < 1e-3 ? 0 : 1;
 }

@@ -1,0 +1,115 @@
+// Helpers for the io suites: a scratch directory per test, raw file bytes, safetensors files
+// assembled by hand (length field + header text + data), bitwise tensor comparison.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace tt::testing {
+
+// A fresh directory under the system's temp directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "tt_io_XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::add, ec);
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+  // Names of everything in the directory, sorted.
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  REQUIRE(f.good());
+  f.write(bytes.data(), std::streamsize(bytes.size()));
+  REQUIRE(f.good());
+}
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE(f.good());
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// n as 8 little-endian bytes, built byte by byte (independent of the host's byte order).
+inline std::string u64le(uint64_t n) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = char((n >> (8 * i)) & 0xff);
+  return out;
+}
+
+inline uint64_t read_u64le(const std::string& bytes, size_t at = 0) {
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | uint8_t(bytes.at(at + i));
+  return n;
+}
+
+// A safetensors file: the length of `header`, `header`, then `data`.
+inline std::string st_file(const std::string& header, const std::string& data = "") {
+  return u64le(header.size()) + header + data;
+}
+
+// The raw bytes of values as the host holds them (little-endian on every host we build for).
+template <typename T>
+std::string raw(const std::vector<T>& values) {
+  std::string out(values.size() * sizeof(T), '\0');
+  if (!values.empty()) std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+// The bytes of a tensor, packed, as a string.
+inline std::string tensor_bytes(const Tensor& t) {
+  Tensor c = t.detach().cpu().contiguous();
+  std::string out(size_t(c.numel()) * c.element_size(), '\0');
+  if (!out.empty()) std::memcpy(out.data(), c.raw_data_ptr(), out.size());
+  return out;
+}
+
+// Same dtype, same shape, same bytes (so NaN payloads and -0.0 count).
+inline bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && tensor_bytes(a) == tensor_bytes(b);
+}
+
+}  // namespace tt::testing
+
+// In a [cuda] test: without a GPU, exit with 77 when CTest runs this one test case (it reports a
+// skip), or return with a warning when the whole binary runs, so the other tests still run.
+#define TT_IO_REQUIRE_CUDA()                                                             \
+  do {                                                                                   \
+    if (!::tt::cuda::is_available()) {                                                   \
+      if (::Catch::getCurrentContext().getConfig()->hasTestFilters()) std::exit(77);     \
+      WARN("skipped: no CUDA device");                                                   \
+      return;                                                                            \
+    }                                                                                    \
+  } while (0)
