@@ -254,3 +254,20 @@ TEST_CASE("NaN propagates through max, min, argmax and argmin", "[ops][reduction
   CHECK(first.argmax().item<int64_t>() == 0);
   CHECK(std::isnan(first.min().item<double>()));
 }
+
+TEST_CASE("column sums over many rows match a float64 reference", "[ops][reduction]") {
+  // The float32 column path adds runs of 64 rows four at a time (Note [float column sums]):
+  // row counts around those boundaries, several reduced dims, wide and narrow columns.
+  manual_seed(77);
+  struct Case {
+    Shape shape, dims;
+  };
+  for (const Case& c : {Case{{1000, 37}, {0}}, Case{{67, 2050}, {0}}, Case{{3, 130, 5}, {0, 1}},
+                        Case{{4, 65, 3, 9}, {0, 2}}, Case{{129, 1}, {0}}, Case{{5, 4096}, {0}}}) {
+    Tensor x = randn(c.shape);
+    Tensor got = x.sum(c.dims);
+    Tensor want = x.to(kFloat64).sum(c.dims).to(kFloat32);
+    INFO("shape " << c.shape << " dims " << c.dims);
+    CHECK_ALLCLOSE(got, want, 1e-5, 1e-5);
+  }
+}

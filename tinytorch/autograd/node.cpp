@@ -56,9 +56,14 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
   if (!g.defined()) return {};
   const bool graph = GradMode::is_enabled();
   if (!variable->grad) {
+    // A gradient nobody else can see (its handle and its storage are ours alone) and that fills
+    // its storage contiguously is kept as it is, not copied. A reshaped view of a fresh result
+    // (Linear's dX reshaped to the input's shape) qualifies: with the storage's only user being
+    // this handle, its base is gone.
     bool owned = g.impl_ptr().use_count() == 1 && g.storage().use_count() == 1 && g.is_contiguous() &&
-                 !g.unsafe_impl()->is_view && g.storage_offset() == 0;
-    Tensor kept = graph ? (owned ? g : clone(g)) : (owned ? g.detach() : clone(g.detach()));
+                 g.storage_offset() == 0 && size_t(g.numel()) * g.element_size() == g.storage()->nbytes;
+    Tensor kept = graph ? (owned && !g.unsafe_impl()->is_view ? g : clone(g))
+                        : (owned ? g.detach() : clone(g.detach()));
     variable->grad = kept.impl_ptr();
   } else if (graph) {
     variable->grad = (Tensor(variable->grad) + g).impl_ptr();

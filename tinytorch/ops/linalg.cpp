@@ -82,7 +82,10 @@ struct Linear {
     // TT_EXERCISE_BEGIN(05)
     Tensor g2 = reshape(g[0], {-1, g[0].size(-1)});
     Tensor x = s.x.unpack(), w = s.w.unpack(), gx, gw, gb;
-    if (w.defined()) gx = reshape(matmul(g2, w), s.x_shape);
+    if (w.defined()) {
+      gx = matmul(g2, w);  // [R, in]
+      if (gx.shape() != s.x_shape) gx = reshape(gx, s.x_shape);
+    }
     if (x.defined()) gw = matmul(transpose(g2, 0, 1), reshape(x, {-1, x.size(-1)}));
     if (s.has_bias) gb = sum(g2, {0});
     return {gx, gw, gb};
