@@ -2,6 +2,8 @@
 // which print a step's code (after ">>>") and then its value, its effect or the error it throws.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -58,6 +60,20 @@ inline std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
+}
+
+// The best of `reps` wall-clock timings of f(), in milliseconds: the least disturbed run, the
+// fairest single number on a shared machine.
+template <typename F>
+double best_ms(F f, int reps = 5) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    auto t1 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  return best;
 }
 
 // Runs a walkthrough's body. An error the narration did not expect ends the walkthrough with its

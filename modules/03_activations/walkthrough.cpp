@@ -61,18 +61,6 @@ tt::Tensor softmax_jacobian_fd(const tt::Tensor& z, double h = 1e-6) {
   return tt::tensor(cols, {n, n});
 }
 
-template <typename F>
-double best_ms(F f, int reps = 5) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    auto t1 = std::chrono::steady_clock::now();
-    best = std::min(best, std::chrono::duration<double, std::milli>(t1 - t0).count());
-  }
-  return best;
-}
-
 }  // namespace
 
 int run() {

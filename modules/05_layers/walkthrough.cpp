@@ -49,17 +49,6 @@ std::string names(const std::vector<std::string>& v) {
 // can be large enough that their squares overflow float32).
 double std64(const tt::Tensor& t) { return t.detach().to(tt::kFloat64).std().item<double>(); }
 
-template <typename F>
-double best_ms(F f, int reps = 5) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
 // A label right-aligned in 10 columns, as the numbers of the initialization table.
 std::string fmt10(const std::string& label) { return std::string(10 - std::min<size_t>(10, label.size()), ' ') + label; }
 

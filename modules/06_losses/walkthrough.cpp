@@ -29,17 +29,6 @@ tt::Tensor one_hot(const tt::Tensor& t, int64_t C, tt::ScalarType dtype = tt::kF
 
 double max_abs(const tt::Tensor& t) { return t.abs().max().item<double>(); }
 
-template <typename F>
-double best_ms(F f, int reps = 3) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
 // Peak bytes allocated above what was live before `f` ran.
 template <typename F>
 double peak_mib(F f) {

@@ -104,17 +104,6 @@ tt::nn::StateDict snapshot(const tt::nn::StateDict& s) {
   return out;
 }
 
-template <typename F>
-double best_ms(F f, int reps = 3) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
 // Elements held by an optimizer's state (momentum buffers, moments; not the 0-d step counters).
 int64_t state_elements(const optim::Optimizer& opt) {
   int64_t n = 0;
