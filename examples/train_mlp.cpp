@@ -7,6 +7,7 @@
 //
 //   train_mlp [--data spirals|digits] [--epochs N] [--batch-size B] [--lr LR] [--hidden H]
 //             [--seed S] [--checkpoint PATH] [--target ACC]
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,17 +48,26 @@ Args parse(int argc, char** argv) {
     if (k == "--help" || k == "-h") usage(0);
     if (i + 1 >= argc) usage(2);
     std::string v = argv[++i];
-    if (k == "--data") a.data = v;
-    else if (k == "--epochs") a.epochs = std::atoi(v.c_str());
-    else if (k == "--batch-size") a.batch_size = std::atoll(v.c_str());
-    else if (k == "--lr") a.lr = std::atof(v.c_str());
-    else if (k == "--hidden") a.hidden = std::atoll(v.c_str());
-    else if (k == "--seed") a.seed = std::strtoull(v.c_str(), nullptr, 10);
-    else if (k == "--checkpoint") a.checkpoint = v;
-    else if (k == "--target") a.target = std::atof(v.c_str());
-    else usage(2);
+    try {
+      if (k == "--data") a.data = v;
+      else if (k == "--epochs") a.epochs = std::stoi(v);
+      else if (k == "--batch-size") a.batch_size = std::stoll(v);
+      else if (k == "--lr") a.lr = std::stod(v);
+      else if (k == "--hidden") a.hidden = std::stoll(v);
+      else if (k == "--seed") a.seed = std::stoull(v);
+      else if (k == "--checkpoint") a.checkpoint = v;
+      else if (k == "--target") a.target = std::stod(v);
+      else usage(2);
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "train_mlp: %s expects a number, got '%s'\n", k.c_str(), v.c_str());
+      usage(2);
+    }
   }
   if (a.data != "spirals" && a.data != "digits") usage(2);
+  if (a.epochs < 1 || a.batch_size < 1 || a.hidden < 1 || !(a.lr > 0)) {
+    std::fprintf(stderr, "train_mlp: --epochs, --batch-size, --hidden and --lr must be positive\n");
+    usage(2);
+  }
   return a;
 }
 
@@ -75,8 +85,7 @@ double accuracy(const tt::Tensor& logits, const tt::Tensor& labels) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Args args = parse(argc, argv);
+int train(const Args& args) {
   tt::manual_seed(args.seed);
 
   // --- data: a seeded dataset, split into train and held-out test ------------------------------
@@ -96,8 +105,9 @@ int main(int argc, char** argv) {
   std::cout << *model << "\n";
   tt::optim::AdamW optimizer(model->parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-4));
   const int64_t steps = int64_t(loader.size()) * args.epochs;
-  auto cosine = std::make_shared<tt::optim::CosineAnnealingLR>(optimizer, steps - steps / 10);
-  tt::optim::LinearWarmup schedule(optimizer, steps / 10, 0.1, cosine);
+  const int64_t warmup = std::max<int64_t>(1, steps / 10);
+  auto cosine = std::make_shared<tt::optim::CosineAnnealingLR>(optimizer, std::max<int64_t>(1, steps - warmup));
+  tt::optim::LinearWarmup schedule(optimizer, warmup, 0.1, cosine);
 
   // --- train --------------------------------------------------------------------------------------
   const tt::Tensor& test_x = split.test->data();
@@ -163,4 +173,14 @@ int main(int argc, char** argv) {
   if (ok) std::printf("OK: held-out accuracy %.2f%% >= %.2f%%, checkpoint reloads exactly\n", 100 * test_acc,
                       100 * args.target);
   return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  Args args = parse(argc, argv);
+  try {
+    return train(args);
+  } catch (const std::exception& e) {  // a tt::Error (a bad checkpoint path, say): its message, not an abort
+    std::fprintf(stderr, "train_mlp: %s\n", e.what());
+    return 2;
+  }
 }

@@ -622,8 +622,13 @@ TEST_CASE("optimizers refuse bad options and bad parameters", "[module07]") {
   REQUIRE_THROWS_WITH(optim::Adam(ps, optim::AdamOptions().weight_decay(-0.1)),
                       Contains("invalid weight_decay value: -0.1"));
   REQUIRE_THROWS_WITH(optim::SGD({ps[0] * 2}, optim::SGDOptions(0.1)), Contains("can't optimize a non-leaf tensor"));
-  REQUIRE_THROWS_WITH(optim::SGD({tt::zeros({2})}, optim::SGDOptions(0.1)),
-                      Contains("parameter 0 of group 0 does not require grad"));
+  // A frozen parameter (requires_grad false) is accepted and skipped: it never gets a gradient.
+  {
+    Tensor frozen = tt::ones({2});
+    optim::SGD opt(std::vector<Tensor>{frozen}, optim::SGDOptions(0.1));
+    opt.step();
+    CHECK(frozen.sum().item<double>() == 2.0);
+  }
   REQUIRE_THROWS_WITH(optim::Adam({ps[0], ps[0]}), Contains("appears more than once in this optimizer"));
   REQUIRE_THROWS_WITH(optim::SGD(std::vector<Tensor>{}, optim::SGDOptions(0.1)), Contains("empty parameter list"));
   // Options changed by hand are checked again by step(), before anything moves.

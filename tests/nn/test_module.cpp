@@ -62,7 +62,7 @@ TEST_CASE("named_parameters uses dotted names in registration order", "[nn][modu
 TEST_CASE("registration rejects bad names and duplicates", "[nn][module][errors]") {
   nn::Module m;
   m.register_parameter("w", zeros({2}));
-  REQUIRE_THROWS_WITH(m.register_parameter("w", zeros({2})), Catch::Contains("already present"));
+  REQUIRE_THROWS_WITH(m.register_parameter("w", zeros({2})), Catch::Contains("\"w\" is already a parameter"));
   REQUIRE_THROWS_WITH(m.register_buffer("w", zeros({2})), Catch::Contains("already a parameter"));
   REQUIRE_THROWS_WITH(m.register_parameter("a.b", zeros({2})), Catch::Contains("must not contain '.'"));
   REQUIRE_THROWS_WITH(m.register_parameter("", zeros({2})), Catch::Contains("must not be empty"));
@@ -248,4 +248,80 @@ TEST_CASE("apply visits every module, children first", "[nn][module]") {
     if (auto* fc = dynamic_cast<nn::Linear*>(&m)) nn::init::zeros_(fc->weight);
   });
   CHECK(net.head->weight.abs().sum().item<float>() == 0.0f);
+}
+
+TEST_CASE("a tensor shared by two places is one parameter", "[nn][module]") {
+  auto fc = std::make_shared<nn::Linear>(3, 3);
+  nn::Sequential seq(fc, nn::ReLU(), fc);  // the same layer twice: tied weights
+  CHECK(seq.named_parameters().keys() == std::vector<std::string>{"0.weight", "0.bias"});
+  CHECK(seq.state_dict().keys() == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
+  CHECK(seq.named_modules().size() == 3);  // "", "0", "1": the second use of fc is not listed again
+  optim::SGD opt(seq.parameters(), optim::SGDOptions(0.1));  // each tensor once, so no error
+  seq(ones({2, 3})).sum().backward();
+  opt.step();
+  CHECK(seq.num_parameters() == 12);
+}
+
+TEST_CASE("a module tree cannot become a cycle", "[nn][module][errors]") {
+  auto a = std::make_shared<nn::Sequential>();
+  auto b = std::make_shared<nn::Sequential>();
+  a->register_module("b", b);
+  REQUIRE_THROWS_WITH(b->register_module("a", a), Catch::Contains("would make the module tree a cycle"));
+  auto c = std::make_shared<nn::Sequential>();
+  b->register_module("c", c);
+  REQUIRE_THROWS_WITH(c->register_module("a", a), Catch::Contains("cycle"));
+}
+
+TEST_CASE("registration details: flags, buffers made by ops, zero-size Linear", "[nn][module]") {
+  nn::Module m;
+  Tensor frozen = ones({2}, TensorOptions().requires_grad(true));
+  m.register_parameter("frozen", frozen, /*requires_grad=*/false);
+  CHECK_FALSE(frozen.requires_grad());  // LibTorch sets the flag either way
+  REQUIRE_THROWS(m.register_parameter("frozen", ones({2})));
+  Tensor w = ones({2}, TensorOptions().requires_grad(true));
+  Tensor& scaled = m.register_buffer("scaled", w * 2);  // computed by an op: kept detached
+  CHECK(scaled.is_leaf());
+  CHECK_FALSE(scaled.requires_grad());
+  m.to(kFloat64);  // works: every registered tensor is a leaf
+  CHECK(scaled.dtype() == kFloat64);
+  // Zero-size layers behave as PyTorch's: the output is the bias over the rows.
+  nn::Linear empty_in(0, 3);
+  CHECK_ALLCLOSE(empty_in(zeros({4, 0})), empty_in.bias.detach().expand({4, 3}), 0, 0);
+  nn::Linear empty_out(3, 0);
+  Tensor x = ones({2, 3}, TensorOptions().requires_grad(true));
+  Tensor y = empty_out(x);
+  CHECK(y.shape() == Shape{2, 0});
+  y.sum().backward();
+  CHECK_ALLCLOSE(x.grad(), zeros({2, 3}), 0, 0);
+}
+
+TEST_CASE("a failed load or conversion changes nothing", "[nn][module][state_dict][errors]") {
+  nn::Module m;
+  Tensor w = m.register_parameter("w", ones({3}));
+  m.register_buffer("shared", ones({1}).expand({3}));  // an expanded view: not writable
+  nn::StateDict sd;
+  sd.insert("w", full({3}, 7.0));
+  sd.insert("shared", full({3}, 7.0));
+  REQUIRE_THROWS_WITH(m.load_state_dict(sd), Catch::Contains("shared: load_state_dict: unsupported operation"));
+  CHECK(w.sum().item<double>() == 3.0);  // w was not written before the failure was found
+  // A state dict is a value: it copies and assigns.
+  nn::StateDict copy;
+  copy = sd;
+  CHECK(copy.keys() == sd.keys());
+  CHECK(copy["w"].is_same(sd["w"]));
+}
+
+TEST_CASE("replacing data is seen by a backward that saved the old data", "[nn][module]") {
+  nn::Linear fc(2, 2);
+  Tensor y = fc(ones({1, 2}, TensorOptions().requires_grad(true))).sum();
+  fc.to(kFloat64);  // the weight saved for backward has been replaced
+  REQUIRE_THROWS_WITH(y.backward(), Catch::Contains("modified by an inplace operation"));
+}
+
+TEST_CASE("a loss module's class weights are its own buffer", "[nn][module]") {
+  Tensor w = tensor({1.0, 2.0, 3.0});
+  nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().weight(w));
+  ce.to(kFloat64);
+  CHECK(w.dtype() == kFloat32);  // the caller's tensor is untouched
+  CHECK(ce.named_buffers()["weight"].dtype() == kFloat64);
 }

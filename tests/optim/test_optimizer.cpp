@@ -90,7 +90,12 @@ TEST_CASE("parameters must be floating-point leaves that require grad, each once
   REQUIRE_THROWS_WITH(optim::SGD({zeros({3}, kInt64)}, optim::SGDOptions(0.1)),
                       Contains("can only optimize floating-point tensors, but parameter 0 of group 0 has dtype int64"));
   REQUIRE_THROWS_WITH(optim::SGD({p * 2}, optim::SGDOptions(0.1)), Contains("can't optimize a non-leaf tensor"));
-  REQUIRE_THROWS_WITH(optim::Adam({p, zeros({3})}), Contains("parameter 1 of group 0 does not require grad"));
+  // A frozen parameter (no requires_grad) is accepted, as in PyTorch, and never moves.
+  {
+    Tensor frozen = ones({3});
+    optim::Adam opt({p, frozen});
+    CHECK(opt.parameters().size() == 2);
+  }
   REQUIRE_THROWS_WITH(optim::Adam({p, p}), Contains("appears more than once in this optimizer"));
   REQUIRE_THROWS_WITH(optim::Adam({Tensor()}), Contains("parameter 0 of group 0 is an undefined tensor"));
 

@@ -19,19 +19,32 @@ class OrderedDict {
  public:
   using Item = std::pair<const std::string, V>;  // keys are fixed once inserted (the index relies on it)
 
+  OrderedDict() = default;
+  OrderedDict(const OrderedDict&) = default;
+  OrderedDict(OrderedDict&&) noexcept = default;
+  // Assignment rebuilds rather than assigning item by item (the keys are const).
+  OrderedDict& operator=(const OrderedDict& other) {
+    if (this != &other) {
+      OrderedDict copy(other);
+      *this = std::move(copy);
+    }
+    return *this;
+  }
+  OrderedDict& operator=(OrderedDict&& other) noexcept {
+    items_.swap(other.items_);
+    index_.swap(other.index_);
+    return *this;
+  }
+
   // Adds key -> value; a key already present is an error (names must be unique).
   V& insert(std::string key, V value) {
     TT_CHECK(!contains(key), "OrderedDict: key \"", key, "\" is already present");
-    index_.emplace(key, items_.size());
-    items_.emplace_back(std::move(key), std::move(value));
-    return items_.back().second;
+    return append(std::move(key), std::move(value));
   }
   // Adds or replaces, keeping the original position when the key exists.
   V& insert_or_assign(const std::string& key, V value) {
     if (V* v = find(key)) return *v = std::move(value);
-    index_.emplace(key, items_.size());
-    items_.emplace_back(key, std::move(value));
-    return items_.back().second;
+    return append(key, std::move(value));
   }
 
   V* find(const std::string& key) {
@@ -79,6 +92,19 @@ class OrderedDict {
   const std::vector<Item>& items() const { return items_; }
 
  private:
+  // Adds an item the caller knows is new; if indexing it fails (out of memory) it is removed
+  // again, so items and index always agree.
+  V& append(std::string key, V value) {
+    items_.emplace_back(std::move(key), std::move(value));
+    try {
+      index_.emplace(items_.back().first, items_.size() - 1);
+    } catch (...) {
+      items_.pop_back();
+      throw;
+    }
+    return items_.back().second;
+  }
+
   std::vector<Item> items_;
   std::unordered_map<std::string, size_t> index_;  // key -> position in items_
 };

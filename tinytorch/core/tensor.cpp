@@ -1,6 +1,8 @@
 // Tensor's methods and operators: each forwards to the op of the same name in tinytorch/ops.
 #include "tinytorch/core/tensor.h"
 
+#include <algorithm>
+
 #include "tinytorch/autograd/engine.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/ops.h"
@@ -57,14 +59,19 @@ void Tensor::set_data(const Tensor& new_data) const {
            impl().grad_fn->name());
   TT_CHECK_DTYPE(!requires_grad() || new_data.is_floating_point(), "set_data: a tensor that requires grad needs "
                  "floating-point data, got ", new_data.dtype());
+  if (new_data.is_same(*this)) return;
   TensorImpl& self = impl();
   const TensorImpl& src = new_data.impl();
+  const uint64_t old_version = self.storage->version;
   bool same_kind = self.dtype == src.dtype && self.storage->device == src.storage->device && self.shape == src.shape;
   self.storage = src.storage;
   self.offset = src.offset;
   self.shape = src.shape;
   self.strides = src.strides;
   self.dtype = src.dtype;
+  // A backward that saved this tensor before the swap must notice: the new data's version is
+  // moved past the old one, so SavedVariable's check fails instead of reading replaced values.
+  self.storage->version = std::max(self.storage->version, old_version + 1);
   if (!same_kind) self.grad = nullptr;
 }
 

@@ -42,7 +42,7 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& t) {
   return {t.size(1) * receptive, t.size(0) * receptive};
 }
 
-Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
+Tensor uniform_(Tensor t, double a, double b, Generator* gen) {
   check_float(t, "uniform_");
   TT_CHECK(a <= b, "init::uniform_: expected a <= b, got ", a, " and ", b);
   NoGradGuard no_grad;
@@ -50,7 +50,7 @@ Tensor& uniform_(Tensor& t, double a, double b, Generator* gen) {
   return copy_(t, add(mul(u, b - a), a));
 }
 
-Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
+Tensor normal_(Tensor t, double mean, double std, Generator* gen) {
   check_float(t, "normal_");
   TT_CHECK(std >= 0, "init::normal_: expected std >= 0, got ", std);
   NoGradGuard no_grad;
@@ -58,16 +58,16 @@ Tensor& normal_(Tensor& t, double mean, double std, Generator* gen) {
   return copy_(t, add(mul(n, std), mean));
 }
 
-Tensor& constant_(Tensor& t, double value) {
+Tensor constant_(Tensor t, double value) {
   TT_CHECK(t.defined(), "init::constant_: the tensor is undefined");
   NoGradGuard no_grad;
   return fill_(t, value);
 }
 
-Tensor& zeros_(Tensor& t) { return constant_(t, 0.0); }
-Tensor& ones_(Tensor& t) { return constant_(t, 1.0); }
+Tensor zeros_(Tensor t) { return constant_(t, 0.0); }
+Tensor ones_(Tensor t) { return constant_(t, 1.0); }
 
-Tensor& xavier_uniform_(Tensor& t, double gain, Generator* gen) {
+Tensor xavier_uniform_(Tensor t, double gain, Generator* gen) {
   // TT_EXERCISE_BEGIN(05)
   check_float(t, "xavier_uniform_");
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
@@ -76,7 +76,7 @@ Tensor& xavier_uniform_(Tensor& t, double gain, Generator* gen) {
   // TT_EXERCISE_END
 }
 
-Tensor& xavier_normal_(Tensor& t, double gain, Generator* gen) {
+Tensor xavier_normal_(Tensor t, double gain, Generator* gen) {
   // TT_EXERCISE_BEGIN(05)
   check_float(t, "xavier_normal_");
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
@@ -84,7 +84,7 @@ Tensor& xavier_normal_(Tensor& t, double gain, Generator* gen) {
   // TT_EXERCISE_END
 }
 
-Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, const std::string& nonlinearity, Generator* gen) {
+Tensor kaiming_uniform_(Tensor t, double a, FanMode mode, const std::string& nonlinearity, Generator* gen) {
   // TT_EXERCISE_BEGIN(05)
   check_float(t, "kaiming_uniform_");
   int64_t f = fan(t, mode);
@@ -94,7 +94,7 @@ Tensor& kaiming_uniform_(Tensor& t, double a, FanMode mode, const std::string& n
   // TT_EXERCISE_END
 }
 
-Tensor& kaiming_normal_(Tensor& t, double a, FanMode mode, const std::string& nonlinearity, Generator* gen) {
+Tensor kaiming_normal_(Tensor t, double a, FanMode mode, const std::string& nonlinearity, Generator* gen) {
   // TT_EXERCISE_BEGIN(05)
   check_float(t, "kaiming_normal_");
   int64_t f = fan(t, mode);

@@ -32,7 +32,9 @@ void check_label_smoothing(double eps, const char* op) {
 
 // A weight given in the options becomes the module's buffer `name` (nothing is registered without one).
 Tensor register_weight(Module& m, const char* name, const Tensor& w) {
-  return w.defined() ? m.register_buffer(name, w) : Tensor();
+  // A handle of its own on the caller's storage: Module::to() then swaps the buffer's data without
+  // changing the caller's tensor.
+  return w.defined() ? m.register_buffer(name, w.detach()) : Tensor();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <typeinfo>
+#include <unordered_set>
 
 #include "tinytorch/autograd/grad_mode.h"
 #include "tinytorch/ops/copy.h"
@@ -48,9 +49,10 @@ Tensor& Module::register_parameter(std::string name, Tensor t, bool requires_gra
   check_name(name, "register_parameter");
   TT_CHECK(!buffers_.contains(name) && !children_.contains(name), "Module::register_parameter: \"", name,
            "\" is already a buffer or a child module");
+  TT_CHECK(!parameters_.contains(name), "Module::register_parameter: \"", name, "\" is already a parameter");
   if (t.defined()) {
     TT_CHECK(t.is_leaf(), "Module::register_parameter: \"", name, "\" must be a leaf tensor (use detach())");
-    if (requires_grad) t.requires_grad_(true);
+    t.requires_grad_(requires_grad);  // checked above: nothing has changed if this throws
   }
   return parameters_.insert(std::move(name), std::move(t));
 }
@@ -59,6 +61,8 @@ Tensor& Module::register_buffer(std::string name, Tensor t) {
   check_name(name, "register_buffer");
   TT_CHECK(!parameters_.contains(name) && !children_.contains(name), "Module::register_buffer: \"", name,
            "\" is already a parameter or a child module");
+  // A buffer is state, not part of a graph: one computed by ops is kept detached.
+  if (t.defined() && !t.is_leaf()) t = t.detach();
   return buffers_.insert(std::move(name), std::move(t));
 }
 
@@ -66,21 +70,33 @@ void Module::register_child(std::string name, std::shared_ptr<Module> module) {
   check_name(name, "register_module");
   TT_CHECK(module != nullptr, "Module::register_module: \"", name, "\" is a null module");
   TT_CHECK(module.get() != this, "Module::register_module: a module cannot be its own child");
+  // A child whose subtree holds this module would make every walk of the tree endless.
+  std::function<bool(const Module&)> contains_this = [&](const Module& m) {
+    for (const auto& [n, c] : m.children_)
+      if (c.get() == this || contains_this(*c)) return true;
+    return false;
+  };
+  TT_CHECK(!contains_this(*module), "Module::register_module: \"", name,
+           "\" contains this module, which would make the module tree a cycle");
   TT_CHECK(!parameters_.contains(name) && !buffers_.contains(name), "Module::register_module: \"", name,
            "\" is already a parameter or a buffer");
   children_.insert(std::move(name), std::move(module));
 }
 
-void Module::collect(const std::string& prefix, bool recurse, bool params, OrderedDict<Tensor>& out) const {
+// Lists each tensor once, under the first name it is reached by: a weight shared by two layers
+// (tied embeddings, a layer used twice) must be stepped once by an optimizer, as in PyTorch.
+void Module::collect(const std::string& prefix, bool recurse, bool params, OrderedDict<Tensor>& out,
+                     std::unordered_set<const TensorImpl*>& seen) const {
   for (const auto& [name, t] : params ? parameters_ : buffers_)
-    if (t.defined()) out.insert(prefix + name, t);
+    if (t.defined() && seen.insert(t.unsafe_impl()).second) out.insert(prefix + name, t);
   if (!recurse) return;
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, params, out);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", true, params, out, seen);
 }
 
 OrderedDict<Tensor> Module::named_parameters(bool recurse) const {
   OrderedDict<Tensor> out;
-  collect("", recurse, /*params=*/true, out);
+  std::unordered_set<const TensorImpl*> seen;
+  collect("", recurse, /*params=*/true, out, seen);
   return out;
 }
 
@@ -88,7 +104,8 @@ std::vector<Tensor> Module::parameters(bool recurse) const { return named_parame
 
 OrderedDict<Tensor> Module::named_buffers(bool recurse) const {
   OrderedDict<Tensor> out;
-  collect("", recurse, /*params=*/false, out);
+  std::unordered_set<const TensorImpl*> seen;
+  collect("", recurse, /*params=*/false, out, seen);
   return out;
 }
 
@@ -98,9 +115,11 @@ std::vector<std::shared_ptr<Module>> Module::children() const { return children_
 
 OrderedDict<std::shared_ptr<Module>> Module::named_modules() {
   OrderedDict<std::shared_ptr<Module>> out;
+  std::unordered_set<const Module*> seen{this};  // a module reached twice is listed once
   std::function<void(const std::string&, const std::shared_ptr<Module>&)> walk =
       [&](const std::string& prefix, const std::shared_ptr<Module>& m) {
         for (const auto& [name, child] : m->children_) {
+          if (!seen.insert(child.get()).second) continue;
           std::string full = prefix.empty() ? name : prefix + "." + name;
           out.insert(full, child);
           walk(full, child);
@@ -125,17 +144,31 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
+// Two phases, so that a failure (out of memory on a device, say) leaves the module as it was:
+// every new tensor is made first, then all are swapped in by set_data, which cannot fail on the
+// leaves registration guarantees.
 void Module::convert(const std::function<Tensor(const Tensor&)>& fn) {
   NoGradGuard no_grad;
-  for (auto& [name, p] : parameters_) {
-    if (!p.defined()) continue;
-    Tensor grad = p.grad();
-    p.set_data(fn(p));
-    if (grad.defined()) p.set_grad(fn(grad));
+  struct Change {
+    Tensor target, data, grad;
+  };
+  std::vector<Change> changes;
+  std::unordered_set<const TensorImpl*> seen;  // a shared tensor is converted once
+  std::function<void(Module&)> plan = [&](Module& m) {
+    for (auto& [name, p] : m.parameters_) {
+      if (!p.defined() || !seen.insert(p.unsafe_impl()).second) continue;
+      Tensor grad = p.grad();
+      changes.push_back({p, fn(p), grad.defined() ? fn(grad) : Tensor()});
+    }
+    for (auto& [name, b] : m.buffers_)
+      if (b.defined() && seen.insert(b.unsafe_impl()).second) changes.push_back({b, fn(b), Tensor()});
+    for (auto& [name, child] : m.children_) plan(*child);
+  };
+  plan(*this);
+  for (Change& c : changes) {
+    c.target.set_data(c.data);
+    if (c.grad.defined()) c.target.set_grad(c.grad);
   }
-  for (auto& [name, b] : buffers_)
-    if (b.defined()) b.set_data(fn(b));
-  for (auto& [name, child] : children_) child->convert(fn);
 }
 
 void Module::to(Device device) {
@@ -160,6 +193,10 @@ void Module::zero_grad(bool set_to_none) {
       p.set_grad(Tensor());
     } else {
       NoGradGuard no_grad;
+      if (g.grad_fn()) {  // a gradient made with create_graph: cut it from its graph first
+        g = g.detach();
+        p.set_grad(g);
+      }
       g.zero_();
     }
   }
@@ -182,6 +219,10 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
   StateDict own = state_dict();
   LoadResult result;
   std::vector<std::string> mismatched;
+  // Phase 1 checks every entry and converts each source to its destination's dtype and device,
+  // so that phase 2 is plain same-kind copies that cannot fail.
+  std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, converted source)
+  NoGradGuard no_grad;
   for (const auto& [key, dst] : own) {
     const Tensor* src = state.find(key);
     if (!src) {
@@ -195,6 +236,13 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
       why << key << ": shape " << src->shape() << " in the state dict, " << dst.shape() << " in the module";
     } else if (src->is_floating_point() != dst.is_floating_point() && dst.dtype() != kBool) {
       why << key << ": dtype " << src->dtype() << " in the state dict cannot be loaded into " << dst.dtype();
+    } else {
+      try {
+        detail::check_writable(dst, "load_state_dict");
+        copies.emplace_back(dst, src->to(dst.options()));
+      } catch (const Error& e) {
+        why << key << ": " << e.what();
+      }
     }
     if (!why.str().empty()) mismatched.push_back(why.str());
   }
@@ -219,9 +267,7 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
     TT_CHECK(false, msg.str());
   }
 
-  NoGradGuard no_grad;
-  for (auto& [key, dst] : own)
-    if (const Tensor* src = state.find(key)) copy_(dst, *src);
+  for (auto& [dst, src] : copies) copy_(dst, src);
   return result;
 }
 

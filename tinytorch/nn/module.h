@@ -22,6 +22,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "tinytorch/core/ordered_dict.h"
@@ -63,6 +64,8 @@ class Module : public std::enable_shared_from_this<Module> {
   }
 
   // --- walking the tree -------------------------------------------------------------------
+  // A tensor registered in several places (tied weights, a layer used twice) is listed once,
+  // under the first name it is reached by; state_dict() lists every name.
   std::vector<Tensor> parameters(bool recurse = true) const;
   OrderedDict<Tensor> named_parameters(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
@@ -80,6 +83,9 @@ class Module : public std::enable_shared_from_this<Module> {
   void eval() { train(false); }
   bool is_training() const { return training_; }
   // Moves parameters, their gradients and buffers to a device, in place (same tensors, new data).
+  // All or nothing: if any conversion fails, nothing has changed. Optimizer state is not moved:
+  // build the optimizer after moving the model, or reload it (opt.load_state_dict(opt.state_dict())
+  // converts its state to each parameter's dtype and device).
   void to(Device device);
   // Converts floating-point parameters, gradients and buffers to `dtype`; integer and bool
   // buffers are kept as they are (as PyTorch does).
@@ -109,7 +115,8 @@ class Module : public std::enable_shared_from_this<Module> {
 
  private:
   void register_child(std::string name, std::shared_ptr<Module> module);
-  void collect(const std::string& prefix, bool recurse, bool params, OrderedDict<Tensor>& out) const;
+  void collect(const std::string& prefix, bool recurse, bool params, OrderedDict<Tensor>& out,
+               std::unordered_set<const TensorImpl*>& seen) const;
   void convert(const std::function<Tensor(const Tensor&)>& fn);
 
   std::string name_;

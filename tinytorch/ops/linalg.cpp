@@ -69,6 +69,13 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, const char* op) {
   return out;
 }
 
+// t: [*, n] -> [R, n] with R the product of the leading dims (explicit, so n = 0 works too).
+Tensor as_rows(const Tensor& t) {
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < t.dim(); ++d) rows *= t.size(d);
+  return reshape(t, {rows, t.size(-1)});
+}
+
 // y = x @ wᵀ + b over the last dim, every leading row in one GEMM (see linear() below).
 struct Linear {
   static constexpr const char* kName = "LinearBackward0";
@@ -80,13 +87,13 @@ struct Linear {
   // g: [*, out] -> gx: [*, in], gw: [out, in], gb: [out]
   static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
     // TT_EXERCISE_BEGIN(05)
-    Tensor g2 = reshape(g[0], {-1, g[0].size(-1)});
+    Tensor g2 = as_rows(g[0]);
     Tensor x = s.x.unpack(), w = s.w.unpack(), gx, gw, gb;
     if (w.defined()) {
       gx = matmul(g2, w);  // [R, in]
       if (gx.shape() != s.x_shape) gx = reshape(gx, s.x_shape);
     }
-    if (x.defined()) gw = matmul(transpose(g2, 0, 1), reshape(x, {-1, x.size(-1)}));
+    if (x.defined()) gw = matmul(transpose(g2, 0, 1), as_rows(x));
     if (s.has_bias) gb = sum(g2, {0});
     return {gx, gw, gb};
     // TT_EXERCISE_END
@@ -113,7 +120,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor out;
   {
     NoGradGuard no_grad;  // x2 and the transposed weight are plumbing, not part of the graph
-    Tensor x2 = reshape(x, {-1, in});
+    Tensor x2 = as_rows(x);
     out = empty({x2.size(0), out_features}, x.options());
     Backend& be = backend_for(x.device());
     // The bias is fused into the GEMM: broadcast it into the output, then accumulate with beta = 1.

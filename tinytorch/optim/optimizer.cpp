@@ -65,8 +65,6 @@ void Optimizer::check_new_group(const OptimizerParamGroup& group) const {
                    " of group ", gi, " has dtype ", p.dtype());
     TT_CHECK(p.is_leaf(), name_, ": can't optimize a non-leaf tensor (parameter ", j, " of group ", gi,
              " was computed by an op); pass the leaf it was computed from, or detach() it and call requires_grad_()");
-    TT_CHECK(p.requires_grad(), name_, ": parameter ", j, " of group ", gi, " does not require grad, so it would "
-             "never get a gradient to step with; call requires_grad_() on it or leave it out");
     TT_CHECK(seen.insert(p.unsafe_impl()).second, name_, ": parameter ", j, " of group ", gi,
              " appears more than once in this optimizer (each parameter may be in one group, once)");
   }

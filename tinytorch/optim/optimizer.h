@@ -114,8 +114,8 @@ class Optimizer {
   void zero_grad(bool set_to_none = true);
 
   // Adds parameters with their own options, or a copy of defaults() when the group has none.
-  // Every parameter must be a floating-point leaf that requires grad, and appear only once in
-  // the optimizer; the options must be this optimizer's kind and valid. On error nothing changes.
+  // Every parameter must be a floating-point leaf and appear only once in the optimizer (one that
+  // does not require grad, a frozen layer's, is accepted and, never getting a gradient, skipped); the options must be this optimizer's kind and valid. On error nothing changes.
   void add_param_group(const OptimizerParamGroup& group);
   std::vector<OptimizerParamGroup>& param_groups() { return groups_; }
   const std::vector<OptimizerParamGroup>& param_groups() const { return groups_; }
