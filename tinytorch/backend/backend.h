@@ -103,6 +103,31 @@ class Backend {
   virtual void activation_backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out,
                                    const Tensor& in, double param) = 0;
 
+  // --- normalization (ops/normalization.cpp) ---------------------------------------------------
+  // Rows of C elements normalized over the last dim, fused (Note [normalization rows] in
+  // cpu/normalization.cpp). x, y, dy, dx: [R, C] contiguous, one float dtype; weight, bias: [C]
+  // contiguous or undefined (no affine); mean, rstd: [R] contiguous float64 whatever x's dtype
+  // (float32 rows accumulate in float lanes folded into a double; Note [split mean] in
+  // cpu/normalization.cpp says why the mean stays in float64).
+  // layer_norm:  mean = sum(x)/C, rstd = 1/sqrt(sum((x - mean)^2)/C + eps),
+  //              y = (x - mean) * rstd * weight + bias
+  virtual void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                          const Tensor& weight, const Tensor& bias, double eps) = 0;
+  // With xhat = (x - mean) * rstd and g = dy * weight (dy without weight):
+  //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))   (means over the row)
+  //   dweight = sum over rows of dy * xhat, dbias = sum over rows of dy   ([C], full reductions)
+  // Any of dx, dweight, dbias may be undefined (not wanted). The row sums are taken over fixed
+  // blocks of rows in a fixed order, so results do not depend on the thread count.
+  virtual void layer_norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                                   const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& weight) = 0;
+  // rms_norm: rstd = 1/sqrt(sum(x^2)/C + eps), y = x * rstd * weight.
+  virtual void rms_norm(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& weight, double eps) = 0;
+  // With xhat = x * rstd, g = dy * weight: dx = rstd * (g - xhat * mean(g * xhat)),
+  // dweight = sum over rows of dy * xhat. dx or dweight may be undefined; deterministic as above.
+  virtual void rms_norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dy, const Tensor& x,
+                                 const Tensor& rstd, const Tensor& weight) = 0;
+
   // --- optimizers (ops/optim_step.cpp): one pass over each tensor, PyTorch's formula order ----
   // g is the gradient, negated first when args.maximize.
   // SGD (torch.optim.SGD): d = g + wd*p; buf = first_step ? d : momentum*buf + (1-dampening)*d;

@@ -8,25 +8,37 @@
 // The losses (F::cross_entropy, F::mse_loss, ...) live in nn/loss.h and are included here.
 #pragma once
 
+#include <optional>
+
 #include "tinytorch/core/generator.h"
 #include "tinytorch/core/tensor.h"
 #include "tinytorch/ops/activation.h"
 #include "tinytorch/ops/dropout.h"
 #include "tinytorch/ops/elementwise.h"
+#include "tinytorch/ops/embedding.h"
 #include "tinytorch/ops/linalg.h"
+#include "tinytorch/ops/normalization.h"
 #include "tinytorch/nn/loss.h"
 
 namespace tt::nn::functional {
 
 using tt::gelu;
+using tt::layer_norm;
 using tt::leaky_relu;
 using tt::linear;
 using tt::log_softmax;
 using tt::relu;
+using tt::rms_norm;
 using tt::sigmoid;
 using tt::silu;
 using tt::softmax;
 using tt::tanh;
+
+// F::embedding(input, weight): F.embedding's order (indices first), unlike tt::embedding(weight,
+// indices), which follows torch.embedding.
+inline Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt) {
+  return tt::embedding(weight, input, padding_idx);
+}
 
 // F::dropout(x, p, training): LibTorch's argument order; training defaults to true as in PyTorch.
 inline Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* gen = nullptr) {

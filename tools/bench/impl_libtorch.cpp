@@ -164,6 +164,39 @@ Factory linear_fb() {
   };
 }
 
+// layernorm_fb: at::layer_norm over the last dim (768) of x [8192, 768] requiring grad, weight and
+// bias requiring grad; y.backward(dy). Same values as impl_tinytorch.cpp.
+Factory layernorm_fb() {
+  return [] {
+    at::Tensor x = filled({8192, 768}, 1).requires_grad_(true);
+    at::Tensor w = filled({768}, 2).requires_grad_(true);
+    at::Tensor b = filled({768}, 3).requires_grad_(true);
+    at::Tensor dy = filled({8192, 768}, 4);
+    auto step = [=] {
+      at::Tensor y = at::layer_norm(x, {768}, w, b, 1e-5);
+      y.backward(dy);
+      return y;
+    };
+    auto clear = [=] {
+      clear_grad(x);
+      clear_grad(w);
+      clear_grad(b);
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      clear();
+    };
+    p.check = [=] {
+      double c = checksum_of(step().detach()) + abs_checksum_of(x.grad()) + abs_checksum_of(w.grad()) +
+                 abs_checksum_of(b.grad());
+      clear();
+      return c;
+    };
+    return p;
+  };
+}
+
 template <typename Op>
 Factory binary(std::vector<int64_t> shape_a, std::vector<int64_t> shape_b, Op op) {
   return [=] {
@@ -217,6 +250,7 @@ Impl make_libtorch_impl() {
   impl.factories["tiny_graph"] = tiny_graph();
   impl.factories["mlp_chain_fb"] = mlp_chain_fb();
   impl.factories["linear_fb"] = linear_fb();
+  impl.factories["layernorm_fb"] = layernorm_fb();
   add_training_workloads_libtorch(impl);
   return impl;
 }

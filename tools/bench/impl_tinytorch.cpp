@@ -158,6 +158,42 @@ Factory linear_fb() {
   };
 }
 
+// layernorm_fb: nn::LayerNorm(768) on x [8192, 768] requiring grad; y.backward(dy) with fixed dy.
+// x seed 1, dy seed 4; weight and bias filled (seeds 2, 3) so the affine is not the identity.
+Factory layernorm_fb() {
+  return [] {
+    auto ln = std::make_shared<tt::nn::LayerNorm>(tt::nn::LayerNormOptions({768}));
+    {
+      tt::NoGradGuard no_grad;
+      ln->weight.copy_(filled({768}, 2));
+      ln->bias.copy_(filled({768}, 3));
+    }
+    tt::Tensor x = filled({8192, 768}, 1).requires_grad_(true);
+    tt::Tensor dy = filled({8192, 768}, 4);
+    auto step = [=] {
+      tt::Tensor y = ln->forward(x);
+      y.backward(dy);
+      return y;
+    };
+    auto clear = [=] {
+      x.set_grad(tt::Tensor());
+      ln->zero_grad();
+    };
+    Prepared p;
+    p.run = [=] {
+      step();
+      clear();
+    };
+    p.check = [=] {
+      double c = checksum_of(step()) + abs_checksum_of(x.grad()) + abs_checksum_of(ln->weight.grad()) +
+                 abs_checksum_of(ln->bias.grad());
+      clear();
+      return c;
+    };
+    return p;
+  };
+}
+
 // Builds a Prepared from an op on two inputs of the given shape.
 template <typename Op>
 Factory binary(tt::Shape shape_a, tt::Shape shape_b, Op op) {
@@ -206,6 +242,7 @@ Impl make_tinytorch_impl() {
   impl.factories["tiny_graph"] = tiny_graph();
   impl.factories["mlp_chain_fb"] = mlp_chain_fb();
   impl.factories["linear_fb"] = linear_fb();
+  impl.factories["layernorm_fb"] = layernorm_fb();
   add_training_workloads_tinytorch(impl);
   return impl;
 }

@@ -160,6 +160,21 @@ std::vector<WorkloadSpec> all_workloads() {
   adamw_step.targets = {ratio_at_least("libtorch", 1.0)};
   all.push_back(adamw_step);
 
+  // --- issue 5: embeddings, normalization ----------------------------------------------------------
+  // LayerNorm(768) on x [8192, 768] (x, weight, bias require grad): y.backward(dy) with a fixed dy,
+  // grads set to none each op. Memory-bound: forward reads x and writes y, backward reads dy and x
+  // and writes dx (weight and bias gradients in the same sweep).
+  WorkloadSpec layernorm_fb;
+  layernorm_fb.name = "layernorm_fb";
+  layernorm_fb.description =
+      "LayerNorm(768) on float32 x [8192, 768] (x, weight, bias require grad), forward + y.backward(dy) "
+      "with a fixed dy";
+  layernorm_fb.rounds = 11;
+  layernorm_fb.sample_seconds = 0.2;
+  layernorm_fb.check_rtol = 1e-5;
+  layernorm_fb.targets = {ratio_at_least("libtorch", 1.0)};  // issue 5: <= 1.0x LibTorch's time
+  all.push_back(layernorm_fb);
+
   return all;
 }
 

@@ -1,6 +1,7 @@
 // The CPU backend: the Backend interface implemented with plain loops, OpenMP and OpenBLAS.
 // Each kernel family lives in its own file (elementwise.cpp, reduce.cpp, gemm.cpp, index.cpp,
-// random.cpp, optimizer.cpp); their CUDA twins carry the same names under backend/cuda.
+// random.cpp, softmax.cpp, activation.cpp, normalization.cpp, optimizer.cpp); their CUDA twins
+// carry the same names under backend/cuda.
 #pragma once
 
 #include "tinytorch/backend/backend.h"
@@ -30,6 +31,13 @@ class CpuBackend final : public Backend {
   void activation(ActivationOp op, const Tensor& out, const Tensor& in, double param) override;
   void activation_backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
                            double param) override;
+  void layer_norm(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
+                  const Tensor& bias, double eps) override;
+  void layer_norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                           const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) override;
+  void rms_norm(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& weight, double eps) override;
+  void rms_norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dy, const Tensor& x,
+                         const Tensor& rstd, const Tensor& weight) override;
   void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdStepArgs& args) override;
   void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor& max_exp_avg_sq, const AdamStepArgs& args) override;
