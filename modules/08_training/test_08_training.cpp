@@ -26,6 +26,9 @@
 using Catch::Matchers::Contains;
 using tt::Shape;
 using tt::Tensor;
+using tt::testing::read_bytes;
+using tt::testing::TempDir;
+using tt::testing::write_bytes;
 
 namespace data = tt::data;
 namespace nn = tt::nn;
@@ -88,44 +91,6 @@ class Squares : public data::Dataset {
  private:
   size_t n_;
 };
-
-// A fresh directory under the system's temp directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tt_module08_XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE(f.good());
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  REQUIRE(f.good());
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-}
 
 // Same dtype, same shape, same bytes.
 bool same_bits(const Tensor& a, const Tensor& b) {

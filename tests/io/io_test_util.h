@@ -1,4 +1,4 @@
-// Helpers for the io suites: a scratch directory per test, raw file bytes, safetensors files
+// Helpers for the io suites (TempDir and read_bytes are in test_util.h): raw file bytes, safetensors files
 // assembled by hand (length field + header text + data), bitwise tensor comparison.
 #pragma once
 
@@ -17,50 +17,6 @@
 #include "test_util.h"
 
 namespace tt::testing {
-
-// A fresh directory under the system's temp directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "tt_io_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::add, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-  // Names of everything in the directory, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
-inline void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  REQUIRE(f.good());
-  f.write(bytes.data(), std::streamsize(bytes.size()));
-  REQUIRE(f.good());
-}
-
-inline std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  REQUIRE(f.good());
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
 
 // n as 8 little-endian bytes, built byte by byte (independent of the host's byte order).
 inline std::string u64le(uint64_t n) {

@@ -13,6 +13,7 @@
 #include <torch/version.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,27 +49,36 @@ at::Tensor filled_leaf(at::IntArrayRef shape, uint64_t seed, float lo, float hi)
 // Sets a leaf's grad to none, as torch's zero_grad() does by default.
 void clear_grad(const at::Tensor& t) { t.mutable_grad().reset(); }
 
+// One forward + backward op, as impl_tinytorch.cpp's forward_backward: y = forward(),
+// y.backward(dy), every leaf's grad set to none; checksum sum(y) + sum |grad| of each leaf.
+Prepared forward_backward(std::function<at::Tensor()> forward, at::Tensor dy, std::vector<at::Tensor> leaves) {
+  auto step = [=] {
+    at::Tensor y = forward();
+    y.backward(dy);
+    return y;
+  };
+  auto clear = [=] {
+    for (const at::Tensor& l : leaves) clear_grad(l);
+  };
+  Prepared p;
+  p.run = [=] {
+    step();
+    clear();
+  };
+  p.check = [=] {
+    double c = checksum_of(step().detach());
+    for (const at::Tensor& l : leaves) c += abs_checksum_of(l.grad());
+    clear();
+    return c;
+  };
+  return p;
+}
+
 // softmax_fb: x: [B, H, T, T] = [64, 8, 128, 128], softmax over the last dim, then y.backward(dy).
 Factory softmax_fb() {
   return [] {
     at::Tensor x = filled_leaf({64, 8, 128, 128}, 1, 0.0f, 1.0f);
-    at::Tensor dy = filled({64, 8, 128, 128}, 2);
-    auto step = [=] {
-      at::Tensor y = x.softmax(-1);
-      y.backward(dy);
-      return y;
-    };
-    Prepared p;
-    p.run = [=] {
-      step();
-      clear_grad(x);
-    };
-    p.check = [=] {
-      double c = checksum_of(step().detach()) + abs_checksum_of(x.grad());
-      clear_grad(x);
-      return c;
-    };
-    return p;
+    return forward_backward([=] { return x.softmax(-1); }, filled({64, 8, 128, 128}, 2), {x});
   };
 }
 
@@ -138,29 +148,7 @@ Factory linear_fb() {
     at::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
     at::Tensor w = filled({2048, 512}, 2).requires_grad_(true);
     at::Tensor b = filled({2048}, 3).requires_grad_(true);
-    at::Tensor dy = filled({8192, 2048}, 4);
-    auto step = [=] {
-      at::Tensor y = at::linear(x, w, b);
-      y.backward(dy);
-      return y;
-    };
-    auto clear = [=] {
-      clear_grad(x);
-      clear_grad(w);
-      clear_grad(b);
-    };
-    Prepared p;
-    p.run = [=] {
-      step();
-      clear();
-    };
-    p.check = [=] {
-      double c = checksum_of(step().detach()) + abs_checksum_of(x.grad()) + abs_checksum_of(w.grad()) +
-                 abs_checksum_of(b.grad());
-      clear();
-      return c;
-    };
-    return p;
+    return forward_backward([=] { return at::linear(x, w, b); }, filled({8192, 2048}, 4), {x, w, b});
   };
 }
 
@@ -171,29 +159,7 @@ Factory layernorm_fb() {
     at::Tensor x = filled({8192, 768}, 1).requires_grad_(true);
     at::Tensor w = filled({768}, 2).requires_grad_(true);
     at::Tensor b = filled({768}, 3).requires_grad_(true);
-    at::Tensor dy = filled({8192, 768}, 4);
-    auto step = [=] {
-      at::Tensor y = at::layer_norm(x, {768}, w, b, 1e-5);
-      y.backward(dy);
-      return y;
-    };
-    auto clear = [=] {
-      clear_grad(x);
-      clear_grad(w);
-      clear_grad(b);
-    };
-    Prepared p;
-    p.run = [=] {
-      step();
-      clear();
-    };
-    p.check = [=] {
-      double c = checksum_of(step().detach()) + abs_checksum_of(x.grad()) + abs_checksum_of(w.grad()) +
-                 abs_checksum_of(b.grad());
-      clear();
-      return c;
-    };
-    return p;
+    return forward_backward([=] { return at::layer_norm(x, {768}, w, b, 1e-5); }, filled({8192, 768}, 4), {x, w, b});
   };
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,27 +39,36 @@ tt::Tensor filled_leaf(const tt::Shape& shape, uint64_t seed, float lo, float hi
   return t;
 }
 
+// One forward + backward op as a training step runs it: y = forward(), y.backward(dy), then every
+// leaf's grad set to none. The checksum adds sum(y) and sum |grad| of each leaf.
+Prepared forward_backward(std::function<tt::Tensor()> forward, tt::Tensor dy, std::vector<tt::Tensor> leaves) {
+  auto step = [=] {
+    tt::Tensor y = forward();
+    y.backward(dy);
+    return y;
+  };
+  auto clear = [=] {
+    for (const tt::Tensor& l : leaves) l.set_grad(tt::Tensor());
+  };
+  Prepared p;
+  p.run = [=] {
+    step();
+    clear();
+  };
+  p.check = [=] {
+    double c = checksum_of(step());
+    for (const tt::Tensor& l : leaves) c += abs_checksum_of(l.grad());
+    clear();
+    return c;
+  };
+  return p;
+}
+
 // softmax_fb: x: [B, H, T, T] = [64, 8, 128, 128], softmax over the last dim, then y.backward(dy).
 Factory softmax_fb() {
   return [] {
     tt::Tensor x = filled_leaf({64, 8, 128, 128}, 1, 0.0f, 1.0f);
-    tt::Tensor dy = filled({64, 8, 128, 128}, 2);
-    auto step = [=] {
-      tt::Tensor y = x.softmax(-1);
-      y.backward(dy);
-      return y;
-    };
-    Prepared p;
-    p.run = [=] {
-      step();
-      x.set_grad(tt::Tensor());
-    };
-    p.check = [=] {
-      double c = checksum_of(step()) + abs_checksum_of(x.grad());
-      x.set_grad(tt::Tensor());
-      return c;
-    };
-    return p;
+    return forward_backward([=] { return x.softmax(-1); }, filled({64, 8, 128, 128}, 2), {x});
   };
 }
 
@@ -133,28 +143,7 @@ Factory linear_fb() {
       fc->bias.copy_(filled({2048}, 3));
     }
     tt::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
-    tt::Tensor dy = filled({8192, 2048}, 4);
-    auto step = [=] {
-      tt::Tensor y = fc->forward(x);
-      y.backward(dy);
-      return y;
-    };
-    auto clear = [=] {
-      x.set_grad(tt::Tensor());
-      fc->zero_grad();
-    };
-    Prepared p;
-    p.run = [=] {
-      step();
-      clear();
-    };
-    p.check = [=] {
-      double c = checksum_of(step()) + abs_checksum_of(x.grad()) + abs_checksum_of(fc->weight.grad()) +
-                 abs_checksum_of(fc->bias.grad());
-      clear();
-      return c;
-    };
-    return p;
+    return forward_backward([=] { return fc->forward(x); }, filled({8192, 2048}, 4), {x, fc->weight, fc->bias});
   };
 }
 
@@ -169,28 +158,7 @@ Factory layernorm_fb() {
       ln->bias.copy_(filled({768}, 3));
     }
     tt::Tensor x = filled({8192, 768}, 1).requires_grad_(true);
-    tt::Tensor dy = filled({8192, 768}, 4);
-    auto step = [=] {
-      tt::Tensor y = ln->forward(x);
-      y.backward(dy);
-      return y;
-    };
-    auto clear = [=] {
-      x.set_grad(tt::Tensor());
-      ln->zero_grad();
-    };
-    Prepared p;
-    p.run = [=] {
-      step();
-      clear();
-    };
-    p.check = [=] {
-      double c = checksum_of(step()) + abs_checksum_of(x.grad()) + abs_checksum_of(ln->weight.grad()) +
-                 abs_checksum_of(ln->bias.grad());
-      clear();
-      return c;
-    };
-    return p;
+    return forward_backward([=] { return ln->forward(x); }, filled({8192, 768}, 4), {x, ln->weight, ln->bias});
   };
 }
 

@@ -28,28 +28,15 @@
 #include <vector>
 
 #include "tinytorch/backend/cpu/cpu_backend.h"
+#include "tinytorch/backend/cpu/row_sum.h"
 #include "tinytorch/backend/cpu/loop.h"
 
 namespace tt::cpu {
 
 namespace {
 
-constexpr int64_t kBlock = 1024;    // float lanes folded into a double this often
+constexpr int64_t kBlock = kRowSumBlock;
 constexpr int64_t kRowBlock = 64;   // rows per partial of dweight / dbias
-
-// Sum of f(i) over [0, n) (see Note [normalization rows]).
-template <typename T, typename F>
-double row_sum(int64_t n, F f) {
-  double total = 0;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t end = std::min(start + kBlock, n);
-    T a = 0;
-#pragma omp simd reduction(+ : a)
-    for (int64_t i = start; i < end; ++i) a += f(i);
-    total += double(a);
-  }
-  return total;
-}
 
 // One row of layer_norm: writes y and returns (mean, rstd). w, b may be null.
 template <typename T>

@@ -21,6 +21,7 @@
 
 #include "tinytorch/backend/activation_functors.h"
 #include "tinytorch/backend/cpu/cpu_backend.h"
+#include "tinytorch/backend/cpu/row_sum.h"
 #include "tinytorch/backend/cpu/loop.h"
 
 namespace tt::cpu {
@@ -31,7 +32,7 @@ namespace {
 // sums into vector lanes (without it, float addition order pins the loop to one element at a
 // time). Float sums are folded into a double every kBlock elements (as in Note [float sums] of
 // reduce.cpp), so a 50,000-wide vocabulary row still sums accurately.
-constexpr int64_t kBlock = 1024;
+constexpr int64_t kBlock = kRowSumBlock;
 
 // The largest element of a row, ignoring NaN; -inf for an empty row.
 template <typename T>
@@ -47,20 +48,6 @@ bool has_nan(const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     if (x[i] != x[i]) return true;
   return false;
-}
-
-// sum of f(i) over [0, n).
-template <typename T, typename F>
-double row_sum(int64_t n, F f) {
-  double total = 0;
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t end = start + kBlock < n ? start + kBlock : n;
-    T s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = start; i < end; ++i) s += f(i);
-    total += double(s);
-  }
-  return total;
 }
 
 // y = softmax(x) (or log_softmax) over one contiguous row of n elements. See Note [stable softmax].
