@@ -31,6 +31,12 @@ struct SgdStepArgs {
   bool nesterov = false, maximize = false;
   bool first_step = false;  // the momentum buffer holds nothing yet: it starts as the gradient
 };
+// Scale and causality of one fused attention call (ops/attention.cpp).
+struct AttentionArgs {
+  double scale = 1;
+  bool causal = false;  // query i sees keys j <= i only (top-left aligned when Tq != Tk)
+};
+
 struct AdamStepArgs {
   double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
   bool decoupled = false;  // AdamW: decay the parameter, not the gradient
@@ -127,6 +133,25 @@ class Backend {
   // dweight = sum over rows of dy * xhat. dx or dweight may be undefined; deterministic as above.
   virtual void rms_norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dy, const Tensor& x,
                                  const Tensor& rstd, const Tensor& weight) = 0;
+
+  // --- attention (ops/attention.cpp) -----------------------------------------------------------
+  // Fused scaled dot-product attention (Note [fused attention on the CPU] in cpu/attention.cpp):
+  //   S = scale * Q K^T + bias (keys j > i dropped when causal),  P = softmax(S) per row,  O = P V
+  // q: [B, Hq, Tq, D], k: [B, Hkv, Tk, D], v: [B, Hkv, Tk, Dv], Hkv dividing Hq (query head h
+  // reads key/value head h / (Hq / Hkv)); last dim stride 1, other strides any. bias: undefined,
+  // or q's dtype with shape [B, Hq, Tq, Tk] and any strides (0 for broadcast dims); -inf forbids.
+  // out: [B, Hq, Tq, Dv], last dim stride 1. weights: [B, Hq, Tq, Tk] contiguous, receives P
+  // (exactly 0 where masked, and for a whole row with nothing to attend to). Float dtypes; all
+  // sizes > 0.
+  virtual void attention_forward(const Tensor& out, const Tensor& weights, const Tensor& q, const Tensor& k,
+                                 const Tensor& v, const Tensor& bias, const AttentionArgs& args) = 0;
+  // From dout ([B, Hq, Tq, Dv], last dim stride 1) and the forward's weights P:
+  //   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P)) * scale,  dQ = dS K,  dK = dS^T Q
+  // dq: q's shape; dk, dv: k's and v's shapes, ZERO-FILLED by the caller (they accumulate over
+  // the query heads of a group); last dim stride 1 each.
+  virtual void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                  const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
+                                  const AttentionArgs& args) = 0;
 
   // --- optimizers (ops/optim_step.cpp): one pass over each tensor, PyTorch's formula order ----
   // g is the gradient, negated first when args.maximize.

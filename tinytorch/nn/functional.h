@@ -13,6 +13,7 @@
 #include "tinytorch/core/generator.h"
 #include "tinytorch/core/tensor.h"
 #include "tinytorch/ops/activation.h"
+#include "tinytorch/ops/attention.h"
 #include "tinytorch/ops/dropout.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/embedding.h"
@@ -22,6 +23,7 @@
 
 namespace tt::nn::functional {
 
+using tt::attention_weights;
 using tt::gelu;
 using tt::layer_norm;
 using tt::leaky_relu;
@@ -29,6 +31,7 @@ using tt::linear;
 using tt::log_softmax;
 using tt::relu;
 using tt::rms_norm;
+using tt::scaled_dot_product_attention;
 using tt::sigmoid;
 using tt::silu;
 using tt::softmax;

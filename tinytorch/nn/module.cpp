@@ -57,6 +57,16 @@ Tensor& Module::register_parameter(std::string name, Tensor t, bool requires_gra
   return parameters_.insert(std::move(name), std::move(t));
 }
 
+Tensor& Module::replace_parameter(const std::string& name, Tensor t, bool requires_grad) {
+  Tensor* slot = parameters_.find(name);
+  TT_CHECK(slot != nullptr, "Module::replace_parameter: \"", name, "\" is not a parameter of ", this->name());
+  if (t.defined()) {
+    TT_CHECK(t.is_leaf(), "Module::replace_parameter: \"", name, "\" must be a leaf tensor (use detach())");
+    t.requires_grad_(requires_grad);
+  }
+  return *slot = std::move(t);
+}
+
 Tensor& Module::register_buffer(std::string name, Tensor t) {
   check_name(name, "register_buffer");
   TT_CHECK(!parameters_.contains(name) && !children_.contains(name), "Module::register_buffer: \"", name,

@@ -54,6 +54,11 @@ class Module : public std::enable_shared_from_this<Module> {
   // and returns the stored handle. An undefined tensor reserves the name (e.g. "bias" when a
   // layer has none) and is skipped by parameters() and state_dict().
   Tensor& register_parameter(std::string name, Tensor t, bool requires_grad = true);
+  // Makes the registered parameter `name` refer to `t` instead (the old tensor is dropped from the
+  // module) and returns the stored handle. This is how two layers share one tensor, as PyTorch's
+  // `lm_head.weight = wte.weight`:  head->weight = head->replace_parameter("weight", emb->weight);
+  // Throws tt::Error when `name` is not a parameter of this module.
+  Tensor& replace_parameter(const std::string& name, Tensor t, bool requires_grad = true);
   // Registers state that belongs to the module and is saved with it, but is not trained.
   Tensor& register_buffer(std::string name, Tensor t);
   // Registers a child module and returns it, so the call can initialize a member.

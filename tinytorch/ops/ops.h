@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tinytorch/ops/activation.h"
+#include "tinytorch/ops/attention.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/dropout.h"
 #include "tinytorch/ops/elementwise.h"

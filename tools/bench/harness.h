@@ -72,6 +72,9 @@ Impl make_libtorch_impl();
 // The training-step workloads (training_*.cpp), added to an impl by its make_*_impl.
 void add_training_workloads_tinytorch(Impl& impl);
 void add_training_workloads_libtorch(Impl& impl);
+// The attention workloads (attention_*.cpp), likewise.
+void add_attention_workloads_tinytorch(Impl& impl);
+void add_attention_workloads_libtorch(Impl& impl);
 
 // --- helpers for implementation files ----------------------------------------------------------
 

@@ -218,6 +218,7 @@ Impl make_libtorch_impl() {
   impl.factories["linear_fb"] = linear_fb();
   impl.factories["layernorm_fb"] = layernorm_fb();
   add_training_workloads_libtorch(impl);
+  add_attention_workloads_libtorch(impl);
   return impl;
 }
 

@@ -212,6 +212,7 @@ Impl make_tinytorch_impl() {
   impl.factories["linear_fb"] = linear_fb();
   impl.factories["layernorm_fb"] = layernorm_fb();
   add_training_workloads_tinytorch(impl);
+  add_attention_workloads_tinytorch(impl);
   return impl;
 }
 

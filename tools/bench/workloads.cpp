@@ -175,6 +175,21 @@ std::vector<WorkloadSpec> all_workloads() {
   layernorm_fb.targets = {ratio_at_least("libtorch", 1.0)};  // issue 5: <= 1.0x LibTorch's time
   all.push_back(layernorm_fb);
 
+  // MultiHeadAttention(512, 8) self-attention on [8, 256, 512], causal, forward + backward with a
+  // fixed dy. FLOPs: 4 projections (2·B·T·E² each, x3 with backward) plus scores and output
+  // (2·B·T²·E each, x3 with backward), counted in full (not halved for causal).
+  WorkloadSpec mha_fb;
+  mha_fb.name = "mha_fb";
+  mha_fb.description =
+      "MultiHeadAttention(512, 8) self-attention on float32 x [8, 256, 512], causal, need_weights = false, "
+      "forward + y.backward(dy) (LibTorch: nn::MultiheadAttention, [T, B, E], additive causal mask)";
+  mha_fb.flops = 3.0 * (4 * 2.0 * 8 * 256 * 512 * 512 + 2 * 2.0 * 8 * 256 * 256 * 512);
+  mha_fb.rounds = 9;
+  mha_fb.sample_seconds = 0.3;
+  mha_fb.check_rtol = 1e-3;
+  mha_fb.targets = {ratio_at_least("libtorch", 1.25)};  // issue 5: <= 0.8x LibTorch's time
+  all.push_back(mha_fb);
+
   return all;
 }
 

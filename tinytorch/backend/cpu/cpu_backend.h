@@ -38,6 +38,10 @@ class CpuBackend final : public Backend {
   void rms_norm(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& weight, double eps) override;
   void rms_norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dy, const Tensor& x,
                          const Tensor& rstd, const Tensor& weight) override;
+  void attention_forward(const Tensor& out, const Tensor& weights, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& bias, const AttentionArgs& args) override;
+  void attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
+                          const Tensor& k, const Tensor& v, const Tensor& weights, const AttentionArgs& args) override;
   void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdStepArgs& args) override;
   void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor& max_exp_avg_sq, const AdamStepArgs& args) override;

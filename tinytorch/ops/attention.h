@@ -1,0 +1,52 @@
+// Scaled dot-product attention: the functional form (F::scaled_dot_product_attention) with PyTorch
+// 2's semantics, and attention_weights(), the same scores and softmax returned for inspection.
+//
+//   scores  = q @ k^T * scale + mask          [*, Hq, Tq, Tk]
+//   weights = softmax(scores, dim = -1)       rows sum to 1 (0 for a row with nothing to attend to)
+//   out     = dropout(weights) @ v            [*, Hq, Tq, Dv]
+//
+// Shapes: q [*, Hq, Tq, D], k [*, Hkv, Tk, D], v [*, Hkv, Tk, Dv]; the leading dims * of q, k and
+// v must be equal (no broadcasting among them). Inputs may also be 2-D [T, D] (one head, no
+// batch). Hq == Hkv unless enable_gqa, where Hkv must divide Hq and query head h reads key/value
+// head h / (Hq / Hkv) (PyTorch's repeat_interleave grouping; MQA is Hkv = 1).
+//
+// Masks (PyTorch's meaning for SDPA; nn::MultiHeadAttention's bool masks mean the opposite):
+//   * bool attn_mask: true where a query MAY attend to a key, false where it may not;
+//   * float attn_mask: added to the scores (use -inf to forbid), q's dtype;
+//   both broadcast to [*, Hq, Tq, Tk] (a ShapeError shows both shapes when they do not).
+//   * is_causal: query i attends to keys j <= i, aligned at the top-left corner as in PyTorch
+//     (torch.ones(Tq, Tk).tril()), also when Tq != Tk. Unlike PyTorch, it may be combined with
+//     attn_mask: a key must then pass both.
+// A row whose keys are all masked gives an output row of zeros and zero gradients, never NaN
+// (PyTorch's math path gives NaN there).
+//
+// scale defaults to 1/sqrt(D). dropout_p (in [0, 1)) drops weights with tt's generator, scaling
+// the kept ones by 1/(1 - p); it is applied whenever dropout_p > 0 (pass 0 in eval, as in PyTorch).
+//
+// Paths: without dropout and with a mask that needs no gradient, the op is one fused kernel
+// forward and one backward (backend attention_forward/attention_backward: no separate mask, scale
+// or softmax tensors; causal attention skips the key blocks above the diagonal). Otherwise it is
+// composed from tensor ops (attention_weights, dropout, matmul). Both are exact; they agree to
+// float rounding. Differentiable in q, k, v (and a float mask on the composed path), to any order.
+#pragma once
+
+#include <optional>
+
+#include "tinytorch/core/generator.h"
+#include "tinytorch/core/tensor.h"
+
+namespace tt {
+
+// The attention output [*, Hq, Tq, Dv] (torch.nn.functional.scaled_dot_product_attention).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = {},
+                                    double dropout_p = 0.0, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt, bool enable_gqa = false,
+                                    Generator* gen = nullptr);
+
+// The attention weights softmax(q @ k^T * scale + mask) [*, Hq, Tq, Tk], the same masks and
+// defaults as scaled_dot_product_attention (no dropout). Built from tensor ops: the readable math
+// path, and what need_weights returns.
+Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask = {}, bool is_causal = false,
+                         std::optional<double> scale = std::nullopt, bool enable_gqa = false);
+
+}  // namespace tt
