@@ -65,17 +65,21 @@ void check_against_reference(const Shape& qs, const Shape& ks, const Shape& vs, 
   Shape os = qs;
   os[os.size() - 1] = vs[vs.size() - 1];
   const Tensor up = randn(os, dtype);
-  const Grads got = run([&](const Tensor& a, const Tensor& b, const Tensor& c) {
-    return scaled_dot_product_attention(a, b, c, mask, 0.0, causal, std::nullopt, gqa);
-  }, q, k, v, up);
   const Grads want = run([&](const Tensor& a, const Tensor& b, const Tensor& c) {
     return reference_sdpa(a, b, c, mask, causal);
   }, q, k, v, up);
   const double rtol = dtype == kFloat32 ? 1e-4 : 1e-10, atol = dtype == kFloat32 ? 1e-5 : 1e-12;
-  CHECK_ALLCLOSE(got.out, want.out, rtol, atol);
-  CHECK_ALLCLOSE(got.dq, want.dq, rtol, atol);
-  CHECK_ALLCLOSE(got.dk, want.dk, rtol, atol);
-  CHECK_ALLCLOSE(got.dv, want.dv, rtol, atol);
+  for (SDPBackend backend : {SDPBackend::Math, SDPBackend::Flash}) {
+    INFO("kernel " << (backend == SDPBackend::Math ? "math" : "flash"));
+    SdpaKernelGuard guard(backend);
+    const Grads got = run([&](const Tensor& a, const Tensor& b, const Tensor& c) {
+      return scaled_dot_product_attention(a, b, c, mask, 0.0, causal, std::nullopt, gqa);
+    }, q, k, v, up);
+    CHECK_ALLCLOSE(got.out, want.out, rtol, atol);
+    CHECK_ALLCLOSE(got.dq, want.dq, rtol, atol);
+    CHECK_ALLCLOSE(got.dk, want.dk, rtol, atol);
+    CHECK_ALLCLOSE(got.dv, want.dv, rtol, atol);
+  }
 }
 
 }  // namespace
@@ -153,12 +157,15 @@ TEST_CASE("sdpa: rows with nothing to attend to give zeros and zero gradients", 
   const Tensor q = randn({1, 2, 4, 3}, kFloat64), k = randn({1, 2, 5, 3}, kFloat64), v = randn({1, 2, 5, 3}, kFloat64);
   Tensor mask = ones({4, 5}, kBool);
   mask = masked_fill(mask, (reshape(arange(4), {4, 1}) == 2), false);  // query 2 may attend nowhere
-  const Grads g = run([&](const Tensor& a, const Tensor& b, const Tensor& c) {
-    return scaled_dot_product_attention(a, b, c, mask);
-  }, q, k, v, ones({1, 2, 4, 3}, kFloat64));
-  CHECK(g.out.select(2, 2).abs().sum().item<double>() == 0.0);
-  CHECK(g.dq.select(2, 2).abs().sum().item<double>() == 0.0);
-  for (const Tensor& t : {g.out, g.dq, g.dk, g.dv}) CHECK(eq(t, t).to(kInt64).sum().item<int64_t>() == t.numel());  // no NaN
+  for (SDPBackend backend : {SDPBackend::Math, SDPBackend::Flash}) {
+    SdpaKernelGuard guard(backend);
+    const Grads g = run([&](const Tensor& a, const Tensor& b, const Tensor& c) {
+      return scaled_dot_product_attention(a, b, c, mask);
+    }, q, k, v, ones({1, 2, 4, 3}, kFloat64));
+    CHECK(g.out.select(2, 2).abs().sum().item<double>() == 0.0);
+    CHECK(g.dq.select(2, 2).abs().sum().item<double>() == 0.0);
+    for (const Tensor& t : {g.out, g.dq, g.dk, g.dv}) CHECK(eq(t, t).to(kInt64).sum().item<int64_t>() == t.numel());  // no NaN
+  }
   const Tensor w = attention_weights(q, k, mask);
   CHECK(w.select(2, 2).abs().sum().item<double>() == 0.0);
   CHECK_ALLCLOSE(w.select(2, 0).sum(Shape{-1}), ones({1, 2}, kFloat64), 1e-12, 1e-12);
@@ -172,8 +179,11 @@ TEST_CASE("sdpa: gradcheck and gradgradcheck in float64", "[ops][attention]") {
   auto fused = [&](const autograd::TensorList& in) {
     return scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, true, std::nullopt, true);
   };
-  CHECK(autograd::gradcheck(fused, {q, k, v}).message == "");
-  CHECK(autograd::gradgradcheck(fused, {q, k, v}).message == "");
+  for (SDPBackend backend : {SDPBackend::Math, SDPBackend::Flash}) {
+    SdpaKernelGuard guard(backend);
+    CHECK(autograd::gradcheck(fused, {q, k, v}).message == "");
+    CHECK(autograd::gradgradcheck(fused, {q, k, v}).message == "");
+  }
   // A float mask that requires grad goes the composed way and gets its gradient.
   const Tensor fm = randn({3, 4}, kFloat64).requires_grad_();
   auto with_mask = [&](const autograd::TensorList& in) {
@@ -197,6 +207,21 @@ TEST_CASE("sdpa: dropout is seeded and scales the kept weights", "[ops][attentio
   CHECK_ALLCLOSE(scaled_dot_product_attention(q2, k2, ones_v), ones({1, 4, 256, 1}), 1e-5, 1e-5);
   const double m = scaled_dot_product_attention(q2, k2, ones_v, {}, 0.5).mean().item<float>();
   CHECK(std::abs(m - 1.0) < 0.05);
+}
+
+TEST_CASE("sdpa: the kernel guard nests, and forcing flash where it cannot run throws", "[ops][attention]") {
+  CHECK(sdpa_backend() == SDPBackend::Auto);
+  {
+    SdpaKernelGuard a(SDPBackend::Math);
+    {
+      SdpaKernelGuard b(SDPBackend::Flash);
+      CHECK(sdpa_backend() == SDPBackend::Flash);
+      const Tensor q = randn({1, 2, 4, 8});
+      CHECK_THROWS_WITH(scaled_dot_product_attention(q, q, q, {}, 0.1), Contains("flash kernel was forced"));
+    }
+    CHECK(sdpa_backend() == SDPBackend::Math);
+  }
+  CHECK(sdpa_backend() == SDPBackend::Auto);
 }
 
 TEST_CASE("sdpa: bad inputs throw with the rule and the shapes", "[ops][attention]") {

@@ -153,6 +153,21 @@ class Backend {
                                   const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
                                   const AttentionArgs& args) = 0;
 
+  // Flash attention (Note [flash attention on the CPU] in cpu/flash_attention.cpp): the same
+  // output as attention_forward, computed in tiles with an online softmax, without any [Tq, Tk]
+  // buffer. Arguments as attention_forward, except lse: [B, Hq, Tq] contiguous in q's dtype,
+  // receiving each row's logsumexp of the scaled, masked scores (-inf for a row with nothing to
+  // attend to, whose output is 0).
+  virtual void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                                       const Tensor& v, const Tensor& bias, const AttentionArgs& args) = 0;
+  // FlashAttention-2's backward from the forward's out and lse, scores rebuilt tile by tile:
+  //   Dvec = rowsum(dO * O), P = exp(S - lse), dV = P^T dO, dS = P * (dO V^T - Dvec) * scale,
+  //   dQ = dS K, dK = dS^T Q.
+  // dq, dk, dv: ZERO-FILLED by the caller (they accumulate); shapes and strides as attention_backward.
+  virtual void flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                        const Tensor& lse, const Tensor& bias, const AttentionArgs& args) = 0;
+
   // --- optimizers (ops/optim_step.cpp): one pass over each tensor, PyTorch's formula order ----
   // g is the gradient, negated first when args.maximize.
   // SGD (torch.optim.SGD): d = g + wd*p; buf = first_step ? d : momentum*buf + (1-dampening)*d;

@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
@@ -258,22 +259,75 @@ struct AttentionOp {
   }
 };
 
+// The flash op: the same inputs, output and layouts as AttentionOp; saves out and the row
+// logsumexp [B, Hq, Tq] instead of the weights (Note [flash attention on the CPU]).
+struct FlashAttentionOp {
+  static constexpr const char* kName = "ScaledDotProductFlashAttentionBackward0";
+  struct Saved {
+    SavedVariable q, k, v, bias, out, lse;
+    AttentionArgs args;
+    bool needs[3] = {false, false, false};
+  };
+  static Tensor forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
+                        const AttentionArgs& args, Tensor& lse) {
+    const int64_t B = q.size(0), Hq = q.size(1), Tq = q.size(2), Dv = v.size(3);
+    Tensor out = empty({B, Tq, Hq, Dv}, q.options()).transpose(1, 2);
+    lse = empty({B, Hq, Tq}, q.options());
+    backend_for(q.device())
+        .flash_attention_forward(out, lse, AttentionOp::last_dim_dense(q), AttentionOp::last_dim_dense(k),
+                                 AttentionOp::last_dim_dense(v), bias.defined() ? bias.detach() : Tensor(), args);
+    return out;
+  }
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    if (!g[0].defined()) return {Tensor(), Tensor(), Tensor()};
+    const Tensor q = s.q.unpack(), k = s.k.unpack(), v = s.v.unpack();
+    const Tensor dout = g[0].dtype() == q.dtype() ? g[0] : g[0].to(q.dtype());
+    if (GradMode::is_enabled() &&
+        (dout.requires_grad() || q.requires_grad() || k.requires_grad() || v.requires_grad())) {
+      TensorList r = attention_grad_composite(dout, q, k, v, s.bias.unpack(), s.args.causal, s.args.scale,
+                                              q.size(1) / k.size(1));
+      for (int i = 0; i < 3; ++i)
+        if (!s.needs[i]) r[i] = Tensor();
+      return r;
+    }
+    const int64_t B = q.size(0);
+    Tensor dq = empty_heads(B, q.size(1), q.size(2), q.size(3), q);
+    Tensor dk = empty_heads(B, k.size(1), k.size(2), k.size(3), k);
+    Tensor dv = empty_heads(B, v.size(1), v.size(2), v.size(3), v);
+    Backend& be = backend_for(q.device());
+    be.fill(dq, 0);
+    be.fill(dk, 0);
+    be.fill(dv, 0);
+    const Tensor bias = s.bias.unpack();
+    be.flash_attention_backward(dq, dk, dv, AttentionOp::last_dim_dense(dout), AttentionOp::last_dim_dense(q),
+                                AttentionOp::last_dim_dense(k), AttentionOp::last_dim_dense(v), s.out.unpack(),
+                                s.lse.unpack(), bias, s.args);
+    return {s.needs[0] ? dq : Tensor(), s.needs[1] ? dk : Tensor(), s.needs[2] ? dv : Tensor()};
+  }
+};
+
 bool requires(const Tensor& t) { return t.defined() && t.requires_grad(); }
 
-// The fused path on 4-D inputs (Note [attention paths]); bias already [B, Hq, Tq, Tk] (expanded).
-Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, bool is_causal,
-                       double scale) {
+// The fused paths on 4-D inputs (Note [attention paths]); bias already [B, Hq, Tq, Tk] (expanded).
+template <typename Op>
+Tensor attention_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, bool is_causal,
+                        double scale) {
   AttentionArgs args;
   args.scale = scale;
   args.causal = is_causal;
-  Tensor weights;
-  Tensor out = AttentionOp::forward(q, k, v, bias, args, weights);
-  if (auto node = autograd::make_node<AttentionOp>({&q, &k, &v})) {
+  Tensor extra;  // the weights (AttentionOp) or the logsumexp (FlashAttentionOp)
+  Tensor out = Op::forward(q, k, v, bias, args, extra);
+  if (auto node = autograd::make_node<Op>({&q, &k, &v})) {
     node->saved.q = SavedVariable(q);
     node->saved.k = SavedVariable(k);
     node->saved.v = SavedVariable(v);
     node->saved.bias = SavedVariable(bias.defined() ? bias.detach() : bias);
-    node->saved.weights = SavedVariable(weights);
+    if constexpr (std::is_same<Op, FlashAttentionOp>::value) {
+      node->saved.out = SavedVariable(out.detach());
+      node->saved.lse = SavedVariable(extra);
+    } else {
+      node->saved.weights = SavedVariable(extra);
+    }
     node->saved.args = args;
     node->saved.needs[0] = requires(q);
     node->saved.needs[1] = requires(k);
@@ -282,6 +336,8 @@ Tensor attention_fused(const Tensor& q, const Tensor& k, const Tensor& v, const 
   }
   return out;
 }
+
+thread_local SDPBackend t_sdpa_backend = SDPBackend::Auto;
 
 }  // namespace
 
@@ -298,8 +354,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const Geometry g = check_inputs(op, q, k, &v, attn_mask, enable_gqa, dropout_p, scale);
   const double s = scale_or_default(scale, g.D);
   const int64_t G = g.groups();
-  const bool fused = dropout_p == 0.0 && !requires(attn_mask) && g.B * g.Hq * g.Tq * g.Tk * g.D * g.Dv > 0;
-  if (!fused) {
+  const bool fusable = dropout_p == 0.0 && !requires(attn_mask) && g.B * g.Hq * g.Tq * g.Tk * g.D * g.Dv > 0;
+  const SDPBackend choice = t_sdpa_backend;
+  TT_CHECK(choice != SDPBackend::Flash || fusable, op,
+           ": the flash kernel was forced (SdpaKernelGuard) but cannot run this call: it needs dropout_p = 0, a mask "
+           "that does not require grad, and non-empty inputs; got dropout_p = ", dropout_p,
+           ", mask requires grad: ", requires(attn_mask), ", query ", q.shape(), ", key ", k.shape());
+  if (!fusable) {
     Tensor P = weights_composed(q, k, attn_mask, is_causal, s, G);  // [*, Hq, Tq, Tk]
     if (dropout_p > 0.0) P = dropout(P, dropout_p, /*train=*/true, gen);
     if (G == 1) return matmul(P, v);
@@ -318,10 +379,16 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const Shape full = g.scores_shape(q.shape());
     bias = as_4d(expand(additive_bias(attn_mask, q.dtype()), full), g.B, g.Hq);
   }
-  Tensor out = attention_fused(q4, k4, v4, bias, is_causal, s);
+  Tensor out = choice == SDPBackend::Math ? attention_kernel<AttentionOp>(q4, k4, v4, bias, is_causal, s)
+                                           : attention_kernel<FlashAttentionOp>(q4, k4, v4, bias, is_causal, s);
   Shape out_shape = q.shape();
   out_shape[out_shape.size() - 1] = g.Dv;
   return out.shape() == out_shape ? out : reshape(out, out_shape);
 }
+
+SDPBackend sdpa_backend() { return t_sdpa_backend; }
+
+SdpaKernelGuard::SdpaKernelGuard(SDPBackend backend) : saved_(t_sdpa_backend) { t_sdpa_backend = backend; }
+SdpaKernelGuard::~SdpaKernelGuard() { t_sdpa_backend = saved_; }
 
 }  // namespace tt

@@ -23,11 +23,17 @@
 // scale defaults to 1/sqrt(D). dropout_p (in [0, 1)) drops weights with tt's generator, scaling
 // the kept ones by 1/(1 - p); it is applied whenever dropout_p > 0 (pass 0 in eval, as in PyTorch).
 //
-// Paths: without dropout and with a mask that needs no gradient, the op is one fused kernel
-// forward and one backward (backend attention_forward/attention_backward: no separate mask, scale
-// or softmax tensors; causal attention skips the key blocks above the diagonal). Otherwise it is
-// composed from tensor ops (attention_weights, dropout, matmul). Both are exact; they agree to
-// float rounding. Differentiable in q, k, v (and a float mask on the composed path), to any order.
+// Paths (Note [attention paths] in attention.cpp). Without dropout and with a mask that needs no
+// gradient, one fused kernel runs forward and one backward:
+//   * flash (the default): tiles of queries against tiles of keys with an online softmax; memory
+//     O(T) beyond the inputs and output (a logsumexp per query row), causal tiles above the
+//     diagonal skipped (backend/cpu/flash_attention.cpp);
+//   * math: the [*, Hq, Tq, Tk] weights materialized (and kept for the backward), causal key
+//     blocks above the diagonal skipped (backend/cpu/attention.cpp).
+// Dropout, or a float mask that requires grad, uses the composed path (attention_weights, dropout,
+// matmul), whatever the guard says, unless the guard forces flash, which then throws. All paths
+// are exact and agree to float rounding. Differentiable in q, k, v (and a float mask on the
+// composed path), to any order.
 #pragma once
 
 #include <optional>
@@ -36,6 +42,28 @@
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
+
+// Which kernel scaled_dot_product_attention runs (PyTorch's torch.nn.attention.SDPBackend):
+// Auto = flash when the call allows it, else the composed path; Math = the materializing kernel;
+// Flash = the flash kernel, and a tt::Error when the call cannot use it (dropout, a mask that
+// requires grad, empty inputs).
+enum class SDPBackend { Auto, Math, Flash };
+
+// Forces a kernel for the current thread while alive, in the spirit of PyTorch's sdpa_kernel
+// context manager; guards nest and restore the previous choice.
+//   { tt::SdpaKernelGuard g(tt::SDPBackend::Math); y = F::scaled_dot_product_attention(q, k, v); }
+class SdpaKernelGuard {
+ public:
+  explicit SdpaKernelGuard(SDPBackend backend);
+  ~SdpaKernelGuard();
+  SdpaKernelGuard(const SdpaKernelGuard&) = delete;
+  SdpaKernelGuard& operator=(const SdpaKernelGuard&) = delete;
+
+ private:
+  SDPBackend saved_;
+};
+// The current thread's choice (Auto unless a guard says otherwise).
+SDPBackend sdpa_backend();
 
 // The attention output [*, Hq, Tq, Dv] (torch.nn.functional.scaled_dot_product_attention).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = {},

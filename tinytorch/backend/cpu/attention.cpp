@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tinytorch/backend/activation_functors.h"
+#include "tinytorch/backend/cpu/blas_threads.h"
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
 #include "tinytorch/backend/cpu/row_sum.h"
@@ -36,22 +37,6 @@ namespace tt::cpu {
 namespace {
 
 constexpr int64_t kCausalBlock = 64;
-
-// OpenBLAS single-threaded while alive (Note [fused attention on the CPU]).
-class BlasSingleThread {
- public:
-  BlasSingleThread() : saved_(openblas_get_num_threads()) {
-    if (saved_ != 1) openblas_set_num_threads(1);
-  }
-  ~BlasSingleThread() {
-    if (saved_ != 1) openblas_set_num_threads(saved_);
-  }
-  BlasSingleThread(const BlasSingleThread&) = delete;
-  BlasSingleThread& operator=(const BlasSingleThread&) = delete;
-
- private:
-  int saved_;
-};
 
 // c[M, N] = alpha * op(a) op(b) + beta * c, row-major, leading dims given.
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const float* a, int64_t lda,
