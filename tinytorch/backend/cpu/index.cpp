@@ -31,6 +31,18 @@ int64_t offset_of(const int64_t* idx, const Shape& strides, int skip_dim = -1, i
   return off;
 }
 
+// out[ix[i]] += src[i] for rows of E contiguous elements (Note in CpuBackend::scatter_add).
+template <typename T>
+void scatter_add_rows(T* out, int64_t out_ld, const T* src, int64_t src_ld, const int64_t* ix, int64_t ix_step,
+                      int64_t N, int64_t E) {
+  for (int64_t i = 0; i < N; ++i) {
+    T* __restrict dst = out + ix[i * ix_step] * out_ld;
+    const T* __restrict from = src + i * src_ld;
+#pragma omp simd
+    for (int64_t c = 0; c < E; ++c) dst[c] += from[c];
+  }
+}
+
 }  // namespace
 
 // out: in's shape with out.size(dim) = index.numel(); index: int64 [n].
@@ -74,9 +86,18 @@ void CpuBackend::gather(const Tensor& out, const Tensor& in, int dim, const Tens
 // index, src: same shape; out[i with i[dim] = index[i]] += src[i].
 void CpuBackend::scatter_add(const Tensor& out, int dim, const Tensor& index, const Tensor& src) {
   const int64_t* ix = index.data_ptr<int64_t>();
+  // Whole rows: a [N, E] index that repeats one row id along its columns (stride 0, as the
+  // gradients of embedding and index_select build it) adds row i of src into row ix[i] of out,
+  // one vectorized loop per row instead of an index lookup per element.
+  const bool rows = dim == 0 && out.dim() == 2 && index.stride(1) == 0 && out.stride(1) == 1 && src.stride(1) == 1 &&
+                    index.size(1) == out.size(1);
   TT_DISPATCH_NUMERIC(out.dtype(), "scatter_add_", [&] {
     scalar_t* o = out.data_ptr<scalar_t>();
     const scalar_t* s = src.data_ptr<scalar_t>();
+    if (rows) {
+      scatter_add_rows(o, out.stride(0), s, src.stride(0), ix, index.stride(0), index.size(0), index.size(1));
+      return;
+    }
     for_each_index(index.shape(), [&](const int64_t* idx) {
       int64_t j = ix[offset_of(idx, index.strides())];
       o[offset_of(idx, out.strides(), dim, j)] += s[offset_of(idx, src.strides())];
