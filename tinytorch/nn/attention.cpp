@@ -108,7 +108,8 @@ MultiHeadAttention::MultiHeadAttention(int64_t embed_dim_, int64_t num_heads_, c
   q_proj = register_module("q_proj", std::make_shared<Linear>(LinearOptions(embed_dim, embed_dim).bias(opts.bias())));
   k_proj = register_module("k_proj", std::make_shared<Linear>(LinearOptions(kdim, kv_width).bias(opts.bias())));
   v_proj = register_module("v_proj", std::make_shared<Linear>(LinearOptions(vdim, kv_width).bias(opts.bias())));
-  out_proj = register_module("out_proj", std::make_shared<Linear>(LinearOptions(embed_dim, embed_dim).bias(opts.bias())));
+  out_proj =
+      register_module("out_proj", std::make_shared<Linear>(LinearOptions(embed_dim, embed_dim).bias(opts.bias())));
   if (opts.qk_norm()) {
     q_norm = register_module("q_norm", std::make_shared<RMSNorm>(RMSNormOptions({head_dim})));
     k_norm = register_module("k_norm", std::make_shared<RMSNorm>(RMSNormOptions({head_dim})));
@@ -200,7 +201,8 @@ std::pair<Tensor, Tensor> MultiHeadAttention::forward(const Tensor& query, const
   if (args.attn_mask.defined()) {
     const Tensor& m = args.attn_mask;
     TT_CHECK_DTYPE(m.dtype() == kBool || m.dtype() == q.dtype(), op,
-                   ": attn_mask must be bool (true = not allowed) or the query's dtype ", q.dtype(), ", got ", m.dtype());
+                   ": attn_mask must be bool (true = not allowed) or the query's dtype ", q.dtype(), ", got ",
+                   m.dtype());
     Tensor m4 = m;
     if (m.dim() == 3 && m.size(0) == B * num_heads && B * num_heads > 1) m4 = m.reshape({B, num_heads, Tq, m.size(2)});
     bool ok = m4.dim() >= 2 && m4.dim() <= 4;

@@ -359,7 +359,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   TT_CHECK(choice != SDPBackend::Flash || fusable, op,
            ": the flash kernel was forced (SdpaKernelGuard) but cannot run this call: it needs dropout_p = 0, a mask "
            "that does not require grad, and non-empty inputs; got dropout_p = ", dropout_p,
-           ", mask requires grad: ", requires(attn_mask), ", query ", q.shape(), ", key ", k.shape());
+           ", mask requires grad: ", requires(attn_mask) ? "true" : "false", ", query ", q.shape(), ", key ",
+           k.shape());
   if (!fusable) {
     Tensor P = weights_composed(q, k, attn_mask, is_causal, s, G);  // [*, Hq, Tq, Tk]
     if (dropout_p > 0.0) P = dropout(P, dropout_p, /*train=*/true, gen);

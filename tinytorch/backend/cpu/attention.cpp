@@ -31,6 +31,7 @@
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
 #include "tinytorch/backend/cpu/row_sum.h"
+#include "tinytorch/backend/cpu/scratch.h"
 
 namespace tt::cpu {
 
@@ -107,7 +108,9 @@ void forward_impl(const Tensor& out, const Tensor& weights, const Tensor& q, con
   const std::vector<Block> blocks = query_blocks(Tq, Tk, args.causal);
   const T* bias_p = bias.defined() ? bias.data_ptr<T>() : nullptr;
   BlasSingleThread single;
-  parallel_for(B * Hq, 1, [&](int64_t begin, int64_t end) {
+  const int64_t tasks = B * Hq;
+  const int64_t grain = attention_grain(tasks, double(B * Hq) * Tq * Tk * (D + Dv));
+  parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / Hq, h = bh % Hq;
       const Mat<T> Q = mat<T>(q, b, h), K = mat<T>(k, b, h / G), V = mat<T>(v, b, h / G), O = mat<T>(out, b, h);
@@ -136,9 +139,11 @@ void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
   const int64_t Hkv = k.size(1), G = Hq / Hkv, Tk = k.size(2), Dv = v.size(3);
   const std::vector<Block> blocks = query_blocks(Tq, Tk, args.causal);
   BlasSingleThread single;
-  parallel_for(B * Hkv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> scratch(size_t(Tq * Tk));  // dP, then dS, of one head
-    T* dP = scratch.data();
+  const int64_t tasks = B * Hkv;
+  const int64_t grain = attention_grain(tasks, double(B * Hq) * Tq * Tk * (D + Dv));
+  parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
+    const Scratch<T> scratch(Tq * Tk);  // dP, then dS, of one head
+    T* const dP = scratch.data();
     for (int64_t bk = begin; bk < end; ++bk) {
       const int64_t b = bk / Hkv, hk = bk % Hkv;
       const Mat<T> K = mat<T>(k, b, hk), V = mat<T>(v, b, hk), dK = mat<T>(dk, b, hk), dV = mat<T>(dv, b, hk);

@@ -32,7 +32,7 @@
 #include "tinytorch/backend/cpu/blas_threads.h"
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
-#include "tinytorch/core/allocator.h"
+#include "tinytorch/backend/cpu/scratch.h"
 
 namespace tt::cpu {
 
@@ -51,23 +51,6 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const
   cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
               alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
 }
-
-// A thread's tiles, drawn from the CPU allocator so that memory::stats counts them (the O(N)
-// memory claim of module 13 is measured with those stats).
-template <typename T>
-class Scratch {
- public:
-  explicit Scratch(int64_t n)
-      : bytes_(size_t(n) * sizeof(T)), p_(static_cast<T*>(allocator_for(kCPU).allocate(bytes_))) {}
-  ~Scratch() { allocator_for(kCPU).deallocate(p_, bytes_); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  T* data() const { return p_; }
-
- private:
-  size_t bytes_;
-  T* p_;
-};
 
 template <typename T>
 T* at(const Tensor& t, int64_t b, int64_t h) {
@@ -102,13 +85,16 @@ void mask_tile(T* S, int64_t ld, int64_t rows, int64_t cols, int64_t i0, int64_t
 template <typename T>
 void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                   const Tensor& bias, const AttentionArgs& args) {
+  // TT_EXERCISE_BEGIN(13)
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t B = q.size(0), Hq = q.size(1), Tq = q.size(2), D = q.size(3);
   const int64_t G = Hq / k.size(1), Tk = k.size(2), Dv = v.size(3);
   const int64_t q_tiles = (Tq + kBlockQ - 1) / kBlockQ;
   const T* bias_p = bias.defined() ? bias.data_ptr<T>() : nullptr;
   BlasSingleThread single;
-  parallel_for(B * Hq * q_tiles, 1, [&](int64_t begin, int64_t end) {
+  const int64_t tasks = B * Hq * q_tiles;
+  const int64_t grain = attention_grain(tasks, double(B * Hq) * Tq * Tk * (D + Dv));
+  parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
     const Scratch<T> scratch(kBlockQ * (kBlockK + Dv + 2));
     T* const S = scratch.data();               // [kBlockQ, kBlockK] scores, then weights
     T* const acc = S + kBlockQ * kBlockK;       // [kBlockQ, Dv] unnormalized output
@@ -171,19 +157,23 @@ void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const T
       }
     }
   });
+  // TT_EXERCISE_END
 }
 
 template <typename T>
 void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
                    const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& bias,
                    const AttentionArgs& args) {
+  // TT_EXERCISE_BEGIN(13)
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t B = q.size(0), Hq = q.size(1), Tq = q.size(2), D = q.size(3);
   const int64_t Hkv = k.size(1), G = Hq / Hkv, Tk = k.size(2), Dv = v.size(3);
   const T* bias_p = bias.defined() ? bias.data_ptr<T>() : nullptr;
   const T scale = T(args.scale);
   BlasSingleThread single;
-  parallel_for(B * Hkv, 1, [&](int64_t begin, int64_t end) {
+  const int64_t tasks = B * Hkv;
+  const int64_t grain = attention_grain(tasks, double(B * Hq) * Tq * Tk * (D + Dv));
+  parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
     const Scratch<T> scratch(2 * kBlockQ * kBlockK + Tq);
     T* const P = scratch.data();          // [kBlockQ, kBlockK] weights rebuilt
     T* const dP = P + kBlockQ * kBlockK;  // [kBlockQ, kBlockK] dP, then dS
@@ -254,6 +244,7 @@ void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
       }
     }
   });
+  // TT_EXERCISE_END
 }
 
 }  // namespace
