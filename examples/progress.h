@@ -1,14 +1,16 @@
-// A one-line progress bar for the training examples: a bar, the step count, running metrics
-// and the throughput in samples per second, redrawn in place on a terminal. When stdout is not a
-// terminal (a log, CI), only the finished line of each phase is printed, so logs stay short.
+// A one-line progress bar for the training examples: a bar, the step count, running metrics,
+// the throughput (samples per second, or another unit) and the time left, redrawn in place on a
+// terminal. When stdout is not a terminal (a log, CI), only the lines passed to log() and the
+// finished line are printed, so logs stay short.
 //
-//   ProgressBar bar("epoch 3/20", steps_per_epoch);
+//   ProgressBar bar("epoch 3/20", steps_per_epoch);          // or ("train", steps, "tokens")
 //   for (...) { ...; bar.step(batch_size, {{"loss", loss}, {"acc", 100 * acc}}); }
-//   bar.finish();   // prints the final line (and a newline)
+//   bar.finish();   // prints the final line (and a newline), with the time taken
 #pragma once
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -21,8 +23,13 @@ class ProgressBar {
  public:
   using Metrics = std::vector<std::pair<std::string, double>>;
 
-  ProgressBar(std::string label, int64_t total_steps)
-      : label_(std::move(label)), total_(total_steps), start_(Clock::now()), tty_(isatty(fileno(stdout)) != 0) {}
+  // unit: what step() counts, shown as "<unit>/s".
+  ProgressBar(std::string label, int64_t total_steps, std::string unit = "samples")
+      : label_(std::move(label)),
+        unit_(std::move(unit)),
+        total_(total_steps),
+        start_(Clock::now()),
+        tty_(isatty(fileno(stdout)) != 0) {}
 
   // One step done, covering `samples` samples; metrics are shown as given (latest values).
   void step(int64_t samples, const Metrics& metrics) {
@@ -36,10 +43,21 @@ class ProgressBar {
     }
   }
 
+  // Training also stops after `seconds` (a time budget): the time left is then the smaller of
+  // the two estimates.
+  void set_time_limit(double seconds) { time_limit_ = seconds; }
+
   // Replaces the shown metrics without counting a step (e.g. the epoch's final averages).
   void set_metrics(const Metrics& metrics) { metrics_ = metrics; }
 
-  void finish() { draw(true); }
+  // Prints the current line for good (terminal and log alike) and keeps counting: a record of
+  // the run so far, e.g. after an evaluation.
+  void log() { draw(true); }
+
+  void finish() {
+    finished_ = true;
+    draw(true);
+  }
 
   double samples_per_second() const {
     double s = seconds();
@@ -62,8 +80,17 @@ class ProgressBar {
       std::snprintf(buf, sizeof buf, "  %s %.4g", name.c_str(), value);
       text += buf;
     }
-    std::snprintf(buf, sizeof buf, "  %.0f samples/s", samples_per_second());
+    std::snprintf(buf, sizeof buf, "  %.0f %s/s", samples_per_second(), unit_.c_str());
     text += buf;
+    // Time left from the mean step time so far; the time taken once finished.
+    const double elapsed = seconds();
+    if (finished_ || done_ >= total_) {
+      text += "  " + format_duration(elapsed);
+    } else if (done_ > 0) {
+      double left = elapsed / double(done_) * double(total_ - done_);
+      if (time_limit_ > 0) left = std::max(0.0, std::min(left, time_limit_ - elapsed));
+      text += "  " + format_duration(left) + " left";
+    }
     if (tty_) {
       std::printf("\r%s\033[K%s", text.c_str(), final_line ? "\n" : "");
     } else if (final_line) {
@@ -72,11 +99,21 @@ class ProgressBar {
     std::fflush(stdout);
   }
 
-  std::string label_;
+  // 42s, 3m05s, 1h02m
+  static std::string format_duration(double s) {
+    char buf[32];
+    long t = long(s + 0.5);
+    if (t < 60) std::snprintf(buf, sizeof buf, "%lds", t);
+    else if (t < 3600) std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+    else std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    return buf;
+  }
+
+  std::string label_, unit_;
   int64_t total_, done_ = 0, samples_ = 0;
   Clock::time_point start_;
-  double last_draw_ = -1.0;
-  bool tty_;
+  double last_draw_ = -1.0, time_limit_ = 0.0;
+  bool tty_, finished_ = false;
   Metrics metrics_;
 };
 

@@ -1,6 +1,6 @@
-// train_mlp: the main job (`tools/tt demo`). Trains a small MLP on a built-in dataset (three
-// interleaved spirals by default, or the digits-like pattern set) with AdamW, a warmup + cosine
-// learning rate and cross-entropy; shows a progress bar with loss, accuracy and samples per
+// train_mlp: module 08's milestone, a model that learns. Trains a small MLP on a built-in dataset
+// (three interleaved spirals by default, or the digits-like pattern set) with AdamW, a warmup +
+// cosine learning rate and cross-entropy; shows a progress bar with loss, accuracy and samples per
 // second; saves a checkpoint, reloads it into a fresh model and checks that the reloaded model
 // gives bit-identical outputs and the same accuracy. Exits with status 1 if the held-out
 // accuracy is below the target (97%) or the reload differs.

@@ -36,6 +36,7 @@
 #include "tinytorch/data/dataset.h"
 #include "tinytorch/data/preprocess.h"
 #include "tinytorch/data/random.h"
+#include "tinytorch/data/sequence_tasks.h"
 #include "tinytorch/data/synthetic.h"
 #include "tinytorch/optim/adam.h"
 #include "tinytorch/optim/clip_grad.h"

@@ -339,6 +339,9 @@ Tensor attention_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const
 
 thread_local SDPBackend t_sdpa_backend = SDPBackend::Auto;
 
+// Note [choosing the kernel]: the largest weights tensor [B, Hq, Tq, Tk] Auto materializes.
+constexpr double kMathWeightsBudget = 16.0 * 1024 * 1024;
+
 }  // namespace
 
 Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask, bool is_causal,
@@ -380,8 +383,15 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const Shape full = g.scores_shape(q.shape());
     bias = as_4d(expand(additive_bias(attn_mask, q.dtype()), full), g.B, g.Hq);
   }
-  Tensor out = choice == SDPBackend::Math ? attention_kernel<AttentionOp>(q4, k4, v4, bias, is_causal, s)
-                                           : attention_kernel<FlashAttentionOp>(q4, k4, v4, bias, is_causal, s);
+  // Note [choosing the kernel]: flash never does less arithmetic than the math kernel (its
+  // backward rebuilds the scores: one more GEMM per tile) and on a CPU its tiles cost about as
+  // much time as the materialized weights while those stay small; it wins on memory. So Auto runs
+  // the math kernel while the weights it would keep fit in kMathWeightsBudget, and flash beyond.
+  const double weights_bytes =
+      double(g.B * g.Hq) * double(g.Tq) * double(g.Tk) * double(element_size(q.dtype()));
+  const bool math = choice == SDPBackend::Math || (choice == SDPBackend::Auto && weights_bytes <= kMathWeightsBudget);
+  Tensor out = math ? attention_kernel<AttentionOp>(q4, k4, v4, bias, is_causal, s)
+                    : attention_kernel<FlashAttentionOp>(q4, k4, v4, bias, is_causal, s);
   Shape out_shape = q.shape();
   out_shape[out_shape.size() - 1] = g.Dv;
   return out.shape() == out_shape ? out : reshape(out, out_shape);

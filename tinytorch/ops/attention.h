@@ -25,11 +25,11 @@
 //
 // Paths (Note [attention paths] in attention.cpp). Without dropout and with a mask that needs no
 // gradient, one fused kernel runs forward and one backward:
-//   * flash (the default): tiles of queries against tiles of keys with an online softmax; memory
-//     O(T) beyond the inputs and output (a logsumexp per query row), causal tiles above the
-//     diagonal skipped (backend/cpu/flash_attention.cpp);
-//   * math: the [*, Hq, Tq, Tk] weights materialized (and kept for the backward), causal key
-//     blocks above the diagonal skipped (backend/cpu/attention.cpp).
+//   * flash (the default once the weights would pass 16 MiB): tiles of queries against tiles of
+//     keys with an online softmax; memory O(T) beyond the inputs and output (a logsumexp per
+//     query row), causal tiles above the diagonal skipped (backend/cpu/flash_attention.cpp);
+//   * math (the default below that): the [*, Hq, Tq, Tk] weights materialized and kept for the
+//     backward, causal key blocks above the diagonal skipped (backend/cpu/attention.cpp).
 // Dropout, or a float mask that requires grad, uses the composed path (attention_weights, dropout,
 // matmul), whatever the guard says, unless the guard forces flash, which then throws. All paths
 // are exact and agree to float rounding. Differentiable in q, k, v (and a float mask on the
@@ -44,9 +44,10 @@
 namespace tt {
 
 // Which kernel scaled_dot_product_attention runs (PyTorch's torch.nn.attention.SDPBackend):
-// Auto = flash when the call allows it, else the composed path; Math = the materializing kernel;
-// Flash = the flash kernel, and a tt::Error when the call cannot use it (dropout, a mask that
-// requires grad, empty inputs).
+// Auto = the math kernel while the weights it keeps, [*, Hq, Tq, Tk], take at most 16 MiB (as
+// fast as flash or faster there: flash's backward rebuilds the scores), flash beyond; the
+// composed path when neither can run. Math = the materializing kernel; Flash = the flash kernel,
+// and a tt::Error when the call cannot use it (dropout, a mask that requires grad, empty inputs).
 enum class SDPBackend { Auto, Math, Flash };
 
 // Forces a kernel for the current thread while alive, in the spirit of PyTorch's sdpa_kernel

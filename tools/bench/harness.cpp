@@ -131,6 +131,7 @@ struct ImplRun {
   std::vector<double> faults;    // minor page faults per op, one per round
   double check = NAN;
   bool check_ok = true;
+  double peak_bytes = NAN;  // Prepared::peak_bytes, when the impl measures it
 };
 
 struct WorkloadRun {
@@ -162,6 +163,8 @@ WorkloadRun run_workload(const WorkloadSpec& spec, const std::vector<const Impl*
 
   // Same inputs, same answer: compare every checksum with the first impl's (tinytorch's).
   for (size_t i = 0; i < n; ++i) out.runs[i].check = prepared[i].check();
+  for (size_t i = 0; i < n; ++i)
+    if (prepared[i].peak_bytes) out.runs[i].peak_bytes = prepared[i].peak_bytes();
   for (size_t i = 1; i < n; ++i) {
     double a = out.runs[i].check, ref = out.runs[0].check;
     if (!(std::fabs(a - ref) <= spec.check_rtol * std::fabs(ref))) {
@@ -204,6 +207,7 @@ WorkloadRun run_workload(const WorkloadSpec& spec, const std::vector<const Impl*
                 fmt_ms(t_min * 1e3).c_str(), fmt_ms(t_med * 1e3).c_str());
     if (spec.flops > 0) std::printf(" gflops=%.1f", spec.flops / t_med * 1e-9);
     if (spec.per_op_micros) std::printf(" us_min=%.3f us_med=%.3f", t_min * 1e6, t_med * 1e6);
+    if (!std::isnan(r.peak_bytes)) std::printf(" peak_mb=%.1f", r.peak_bytes / (1024.0 * 1024.0));
     std::printf(" rounds=%d iters=%lld cores_busy=%.2f faults_per_op=%.0f%s\n", rounds,
                 (long long)out.iters, median(r.cores), median(r.faults),
                 r.check_ok ? "" : " check=MISMATCH");
@@ -302,6 +306,28 @@ int run_benchmarks(const std::vector<WorkloadSpec>& workloads, const std::vector
         const char* hint = v == "MISS" && min_us <= t.value ? "  (min passes: noise?)" : "";
         std::printf("%-18s %-12s %10.3f %10.3f  %-12s %s%s\n", w.spec->name.c_str(), "per-op us", med_us,
                     min_us, target_text, v.c_str(), hint);
+        tally(v);
+      } else if (t.kind == Target::kGemmShareAtLeast) {
+        // Note [GEMM share]: an efficiency target, judged against the sgemm speed of this very
+        // run (OpenBLAS's matmul_4096), so machine speed and load cancel out.
+        const WorkloadRun* gemm = nullptr;
+        for (const WorkloadRun& g : results)
+          if (g.spec->name == "matmul_4096") gemm = &g;
+        const ImplRun* blas = gemm ? find_run(*gemm, "openblas") : nullptr;
+        if (!tt || !blas || w.spec->flops <= 0) {
+          std::printf("%-18s %-12s %10s %10s  >= %-9.2f n/a (include matmul_4096 in --filter)\n",
+                      w.spec->name.c_str(), "sgemm share", "-", "-", t.value);
+          tally("n/a");
+          continue;
+        }
+        const double share_med = median(blas->per_op_s) / gemm->spec->flops * w.spec->flops / median(tt->per_op_s);
+        const double share_best = min_of(blas->per_op_s) / gemm->spec->flops * w.spec->flops / min_of(tt->per_op_s);
+        char target_text[32];
+        std::snprintf(target_text, sizeof target_text, ">= %.2f", t.value);
+        std::string v = share_med >= t.value ? "PASS" : "MISS";
+        const char* hint = v == "MISS" && share_best >= t.value ? "  (min passes: noise?)" : "";
+        std::printf("%-18s %-12s %10.3f %10.3f  %-12s %s%s\n", w.spec->name.c_str(), "sgemm share", share_med,
+                    share_best, target_text, v.c_str(), hint);
         tally(v);
       } else if (!tt || !find_run(w, t.against)) {
         std::printf("%-18s %-12s %10s %10s  >= %-9.2f n/a (%s not run)\n", w.spec->name.c_str(),

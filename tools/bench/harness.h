@@ -22,6 +22,7 @@ struct Target {
   enum Kind {
     kRatioAtLeast,  // tinytorch's speed / `against`'s speed >= value
     kMicrosAtMost,  // tinytorch's per-op time (median over rounds) <= value microseconds
+    kGemmShareAtLeast,  // tinytorch's GFLOP/s >= value x OpenBLAS's matmul_4096 GFLOP/s of this run
   };
   Kind kind = kRatioAtLeast;
   std::string against;  // the other impl, for kRatioAtLeast
@@ -50,6 +51,9 @@ std::vector<WorkloadSpec> all_workloads();
 struct Prepared {
   std::function<void()> run;       // one op, the thing timed; drops its result as user code would
   std::function<double()> check;   // runs the op once more and returns a checksum of the result
+  // Optional: runs the op once more and returns the peak bytes its library's allocator held
+  // beyond what was allocated before it (printed as peak_mb, not judged).
+  std::function<double()> peak_bytes;
 };
 using Factory = std::function<Prepared()>;
 
@@ -75,6 +79,9 @@ void add_training_workloads_libtorch(Impl& impl);
 // The attention workloads (attention_*.cpp), likewise.
 void add_attention_workloads_tinytorch(Impl& impl);
 void add_attention_workloads_libtorch(Impl& impl);
+// The flash-attention workloads sdpa_N (sdpa_*.cpp), likewise.
+void add_sdpa_workloads_tinytorch(Impl& impl);
+void add_sdpa_workloads_libtorch(Impl& impl);
 
 // --- helpers for implementation files ----------------------------------------------------------
 

@@ -219,6 +219,7 @@ Impl make_libtorch_impl() {
   impl.factories["layernorm_fb"] = layernorm_fb();
   add_training_workloads_libtorch(impl);
   add_attention_workloads_libtorch(impl);
+  add_sdpa_workloads_libtorch(impl);
   return impl;
 }
 

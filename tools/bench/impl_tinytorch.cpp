@@ -213,6 +213,7 @@ Impl make_tinytorch_impl() {
   impl.factories["layernorm_fb"] = layernorm_fb();
   add_training_workloads_tinytorch(impl);
   add_attention_workloads_tinytorch(impl);
+  add_sdpa_workloads_tinytorch(impl);
   return impl;
 }
 

@@ -1,0 +1,312 @@
+// train_char_lm: a character-level GPT on any text file (default: the curriculum's module READMEs,
+// modules/*/README.md, concatenated). Each Unicode character is a token; the first 90% of the text
+// is for training, the rest for validation. Trains on random windows with AdamW, warmup + cosine
+// and gradient clipping for a bounded number of steps or seconds (whichever ends first), with a
+// progress bar (loss, validation loss, tokens per second, time left), then samples text from a
+// prompt with a temperature and top-k. Exits with status 1 if the validation loss did not drop by
+// at least --min-drop (a fraction of the loss before training).
+//
+//   train_char_lm [--text PATH] [--steps N] [--time SECONDS] [--batch-size B] [--context T]
+//                 [--layers N] [--embd E] [--heads H] [--lr LR] [--eval-every N] [--seed S]
+//                 [--prompt TEXT] [--temperature X] [--top-k K] [--sample-length N] [--min-drop F]
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <tinytorch/tinytorch.h>
+
+#include "progress.h"
+
+namespace {
+
+struct Args {
+  std::string text;  // empty: the module READMEs
+  int64_t steps = 3000;
+  double time = 75.0;
+  int64_t batch_size = 32;
+  int64_t context = 64;
+  int64_t layers = 3;
+  int64_t embd = 128;
+  int64_t heads = 4;
+  double lr = 3e-3;
+  int64_t eval_every = 100;
+  uint64_t seed = 0;
+  std::string prompt = "The ";
+  double temperature = 0.8;
+  int64_t top_k = 20;
+  int64_t sample_length = 300;
+  double min_drop = 0.3;
+};
+
+[[noreturn]] void usage(int status) {
+  std::printf(
+      "usage: train_char_lm [--text PATH] [--steps N] [--time SECONDS] [--batch-size B] [--context T]\n"
+      "                     [--layers N] [--embd E] [--heads H] [--lr LR] [--eval-every N] [--seed S]\n"
+      "                     [--prompt TEXT] [--temperature X] [--top-k K] [--sample-length N]\n"
+      "                     [--min-drop F]\n"
+      "Trains a character-level GPT on a text file (default: the module READMEs) for at most N steps\n"
+      "(default 3000) or SECONDS (default 75; 0 = no limit), then samples text after the prompt\n"
+      "(temperature 0.8, top-k 20). Exits 1 if the validation loss fell by less than F (default\n"
+      "0.3, a fraction of the loss before training).\n");
+  std::exit(status);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    if (k == "--help" || k == "-h") usage(0);
+    if (i + 1 >= argc) usage(2);
+    std::string v = argv[++i];
+    try {
+      if (k == "--text") a.text = v;
+      else if (k == "--steps") a.steps = std::stoll(v);
+      else if (k == "--time") a.time = std::stod(v);
+      else if (k == "--batch-size") a.batch_size = std::stoll(v);
+      else if (k == "--context") a.context = std::stoll(v);
+      else if (k == "--layers") a.layers = std::stoll(v);
+      else if (k == "--embd") a.embd = std::stoll(v);
+      else if (k == "--heads") a.heads = std::stoll(v);
+      else if (k == "--lr") a.lr = std::stod(v);
+      else if (k == "--eval-every") a.eval_every = std::stoll(v);
+      else if (k == "--seed") a.seed = std::stoull(v);
+      else if (k == "--prompt") a.prompt = v;
+      else if (k == "--temperature") a.temperature = std::stod(v);
+      else if (k == "--top-k") a.top_k = std::stoll(v);
+      else if (k == "--sample-length") a.sample_length = std::stoll(v);
+      else if (k == "--min-drop") a.min_drop = std::stod(v);
+      else usage(2);
+    } catch (const std::exception&) {
+      std::fprintf(stderr, "train_char_lm: %s expects a number, got '%s'\n", k.c_str(), v.c_str());
+      usage(2);
+    }
+  }
+  if (a.steps < 1 || a.batch_size < 1 || a.context < 2 || a.layers < 1 || a.embd < 1 || a.heads < 1 ||
+      a.eval_every < 1 || a.sample_length < 0 || a.top_k < 0 || !(a.lr > 0) || !(a.temperature > 0) ||
+      !(a.time >= 0)) {
+    std::fprintf(stderr, "train_char_lm: sizes, --lr and --temperature must be positive\n");
+    usage(2);
+  }
+  if (a.prompt.empty()) {
+    std::fprintf(stderr, "train_char_lm: --prompt must not be empty\n");
+    usage(2);
+  }
+  return a;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  TT_CHECK_T(tt::IOError, in.good(), "cannot read ", path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The text to learn and where it came from.
+std::pair<std::string, std::string> load_text(const std::string& path) {
+  if (!path.empty()) return {read_file(path), path};
+  std::vector<std::filesystem::path> files;
+  const std::filesystem::path modules = std::filesystem::path(TT_SOURCE_DIR) / "modules";
+  if (std::filesystem::is_directory(modules)) {
+    for (const auto& entry : std::filesystem::directory_iterator(modules)) {
+      std::filesystem::path readme = entry.path() / "README.md";
+      if (entry.is_directory() && std::filesystem::is_regular_file(readme)) files.push_back(readme);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  TT_CHECK_T(tt::IOError, !files.empty(), "no modules/*/README.md under ", modules.string(),
+             "; pass --text PATH");
+  std::string text;
+  for (const auto& f : files) text += read_file(f) + "\n\n";
+  return {text, std::to_string(files.size()) + " module READMEs (" + modules.string() + "/*/README.md)"};
+}
+
+// One token per Unicode character (code point): the sorted distinct characters of the text.
+struct CharVocab {
+  std::vector<std::string> chars;
+  std::map<std::string, int64_t> ids;
+
+  explicit CharVocab(const std::vector<std::string>& text_chars) {
+    for (const std::string& c : text_chars) ids.emplace(c, 0);
+    for (auto& [c, id] : ids) {
+      id = int64_t(chars.size());
+      chars.push_back(c);
+    }
+  }
+  int64_t size() const { return int64_t(chars.size()); }
+  std::vector<int64_t> encode(const std::string& text) const {
+    std::vector<int64_t> out;
+    for (const std::string& c : tt::viz::utf8_split(text)) {
+      auto it = ids.find(c);
+      TT_CHECK(it != ids.end(), "--prompt: the character '", c, "' does not occur in the training text");
+      out.push_back(it->second);
+    }
+    return out;
+  }
+  std::string decode(const std::vector<int64_t>& ids_) const {
+    std::string s;
+    for (int64_t id : ids_) s += chars[size_t(id)];
+    return s;
+  }
+};
+
+// Windows of context + 1 tokens starting at `starts`: input [B, T] and the next tokens [B, T].
+std::pair<tt::Tensor, tt::Tensor> windows(const std::vector<int64_t>& tokens, const std::vector<int64_t>& starts,
+                                          int64_t T) {
+  std::vector<int64_t> x, y;
+  for (int64_t s : starts) {
+    x.insert(x.end(), tokens.begin() + s, tokens.begin() + s + T);
+    y.insert(y.end(), tokens.begin() + s + 1, tokens.begin() + s + T + 1);
+  }
+  const int64_t B = int64_t(starts.size());
+  return {tt::tensor(x, tt::Shape{B, T}, tt::kInt64), tt::tensor(y, tt::Shape{B, T}, tt::kInt64)};
+}
+
+// Mean next-character loss over fixed windows of the validation text, in eval mode.
+double validation_loss(tt::nn::GPT& gpt, const std::vector<std::pair<tt::Tensor, tt::Tensor>>& batches) {
+  tt::NoGradGuard no_grad;
+  gpt.eval();
+  double sum = 0.0;
+  for (const auto& [x, y] : batches) {
+    tt::Tensor logits = gpt(x);
+    sum += tt::F::cross_entropy(logits.reshape({-1, logits.size(2)}), y.reshape({-1})).item<double>();
+  }
+  gpt.train();
+  return sum / double(batches.size());
+}
+
+}  // namespace
+
+int train(const Args& args) {
+  tt::manual_seed(args.seed);
+
+  // --- text: characters as tokens, 90% train / 10% validation ------------------------------------
+  auto [text, source] = load_text(args.text);
+  const std::vector<std::string> chars = tt::viz::utf8_split(text);
+  const CharVocab vocab(chars);
+  std::vector<int64_t> tokens;
+  for (const std::string& c : chars) tokens.push_back(vocab.ids.at(c));
+  const int64_t T = args.context, n = int64_t(tokens.size()), n_train = n * 9 / 10;
+  TT_CHECK(n - n_train > T + 1, "the text (", n, " characters) is too short for a context of ", T,
+           " (the validation tenth needs more than ", T + 1, ")");
+  const std::vector<int64_t> train_tokens(tokens.begin(), tokens.begin() + n_train);
+  const std::vector<int64_t> val_tokens(tokens.begin() + n_train, tokens.end());
+  std::printf("text: %s, %lld characters (%lld distinct); %lld for training, %lld for validation\n", source.c_str(),
+              (long long)n, (long long)vocab.size(), (long long)train_tokens.size(), (long long)val_tokens.size());
+  const std::vector<int64_t> prompt = vocab.encode(args.prompt);  // fail early on an unknown character
+
+  // Fixed validation windows, spread evenly over the validation text.
+  std::vector<std::pair<tt::Tensor, tt::Tensor>> val_batches;
+  {
+    const int64_t n_windows = std::min<int64_t>(4 * args.batch_size, int64_t(val_tokens.size()) - T - 1);
+    std::vector<int64_t> starts;
+    for (int64_t i = 0; i < n_windows; ++i) starts.push_back(i * (int64_t(val_tokens.size()) - T - 1) / n_windows);
+    for (size_t i = 0; i < starts.size(); i += size_t(args.batch_size)) {
+      std::vector<int64_t> part(starts.begin() + int64_t(i),
+                                starts.begin() + int64_t(std::min(starts.size(), i + size_t(args.batch_size))));
+      val_batches.push_back(windows(val_tokens, part, T));
+    }
+  }
+
+  // --- model, optimizer, schedule ---------------------------------------------------------------
+  tt::nn::GPT gpt(tt::nn::GPTOptions(vocab.size(), T).n_layer(args.layers).n_embd(args.embd).n_head(args.heads));
+  int64_t n_params = 0;
+  for (const tt::Tensor& p : gpt.parameters()) n_params += p.numel();
+  std::printf("model: GPT, %lld layers, %lld heads, embedding %lld, context %lld: %lld parameters\n",
+              (long long)args.layers, (long long)args.heads, (long long)args.embd, (long long)T, (long long)n_params);
+  tt::optim::AdamW optimizer(gpt.parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-2));
+  // Warmup, then cosine down to lr / 10 over the run. The run ends at args.steps or args.time,
+  // whichever comes first, so the schedule follows progress = the larger of the two fractions
+  // done (its closed form lr_at, evaluated at that point of the step budget).
+  const int64_t warmup = std::max<int64_t>(1, std::min<int64_t>(100, args.steps / 10));
+  auto cosine =
+      std::make_shared<tt::optim::CosineAnnealingLR>(optimizer, std::max<int64_t>(1, args.steps - warmup), args.lr / 10);
+  tt::optim::LinearWarmup schedule(optimizer, warmup, 0.1, cosine);
+  auto set_lr = [&](int64_t step, double seconds) {
+    double progress = double(step) / double(args.steps);
+    if (args.time > 0) progress = std::max(progress, seconds / args.time);
+    const int64_t at = std::min(args.steps, std::max(step, int64_t(progress * double(args.steps))));
+    for (auto& group : optimizer.param_groups()) group.options().lr(schedule.lr_at(at, args.lr));
+  };
+
+  // --- train on random windows for at most args.steps steps or args.time seconds --------------------
+  const double initial_val = validation_loss(gpt, val_batches);
+  std::printf("validation loss before training: %.3f (a uniform guess: ln %lld = %.3f)\n", initial_val,
+              (long long)vocab.size(), std::log(double(vocab.size())));
+  tt::data::RandomStream rng(args.seed, 0);
+  gpt.train();
+  examples::ProgressBar bar("train", args.steps, "tokens");
+  if (args.time > 0) bar.set_time_limit(args.time);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  double loss_avg = 0.0, val = initial_val;
+  int64_t step = 0;
+  while (step < args.steps && (args.time <= 0 || elapsed() < args.time)) {
+    ++step;
+    std::vector<int64_t> starts;
+    for (int64_t b = 0; b < args.batch_size; ++b) {
+      starts.push_back(int64_t(rng.uniform_below(uint64_t(n_train - T - 1))));
+    }
+    auto [x, y] = windows(train_tokens, starts, T);
+    tt::Tensor logits = gpt(x);
+    tt::Tensor loss = tt::F::cross_entropy(logits.reshape({-1, vocab.size()}), y.reshape({-1}));
+    optimizer.zero_grad();
+    loss.backward();
+    tt::nn::utils::clip_grad_norm_(gpt.parameters(), 1.0);
+    set_lr(step - 1, elapsed());
+    optimizer.step();
+    const double l = loss.item<double>();
+    loss_avg = step == 1 ? l : 0.95 * loss_avg + 0.05 * l;
+    const bool eval_now = step % args.eval_every == 0;
+    if (eval_now) val = validation_loss(gpt, val_batches);
+    bar.step(args.batch_size * T, {{"loss", loss_avg}, {"val loss", val}});
+    if (eval_now && step != args.steps) bar.log();
+  }
+  val = validation_loss(gpt, val_batches);
+  bar.set_metrics({{"loss", loss_avg}, {"val loss", val}});
+  bar.finish();
+  std::printf("trained %lld steps in %.1f s%s; validation loss %.3f -> %.3f\n", (long long)step, elapsed(),
+              step < args.steps ? " (time limit)" : "", initial_val, val);
+
+  // --- sample: the prompt, then sample_length characters drawn one at a time -------------------------
+  tt::Generator gen(args.seed);
+  tt::Tensor ids = tt::tensor(prompt, tt::Shape{1, int64_t(prompt.size())}, tt::kInt64);
+  tt::Tensor out = gpt.generate(
+      ids, args.sample_length,
+      tt::nn::GenerateOptions().temperature(args.temperature).top_k(args.top_k).generator(&gen));
+  std::vector<int64_t> all = out.select(0, 0).to_vector<int64_t>();
+  const std::string continuation = vocab.decode(std::vector<int64_t>(all.begin() + int64_t(prompt.size()), all.end()));
+  const bool tty = isatty(fileno(stdout)) != 0;
+  std::printf("\nsample (temperature %g, top-k %lld; the prompt %s):\n", args.temperature, (long long)args.top_k,
+              tty ? "in bold" : "between [ ]");
+  std::printf("%s%s%s%s\n\n", tty ? "\033[1m" : "[", args.prompt.c_str(), tty ? "\033[0m" : "]", continuation.c_str());
+
+  const double drop = (initial_val - val) / initial_val;
+  if (drop < args.min_drop) {
+    std::printf("FAIL: the validation loss fell by %.1f%%, less than %.1f%%\n", 100 * drop, 100 * args.min_drop);
+    return 1;
+  }
+  std::printf("OK: the validation loss fell by %.1f%% (>= %.1f%%)\n", 100 * drop, 100 * args.min_drop);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  Args args = parse(argc, argv);
+  try {
+    return train(args);
+  } catch (const std::exception& e) {  // a tt::Error (an unreadable --text, say): its message, not an abort
+    std::fprintf(stderr, "train_char_lm: %s\n", e.what());
+    return 2;
+  }
+}
