@@ -356,7 +356,9 @@ int run() {
   }
   say("Tiles change the order of the sums, not the result. tt::SdpaKernelGuard forces a kernel\n"
       "(PyTorch's sdpa_kernel): SDPBackend::Math for module 12's kernel, SDPBackend::Flash for this\n"
-      "one; Auto, the default, takes flash whenever it can run. Forward and backward of both on\n"
+      "one; Auto, the default, takes the math kernel while the weights it would keep fit in 16 MiB\n"
+      "(there it is as fast, and its backward need not rebuild the scores) and flash beyond. Forward\n"
+      "and backward of both on\n"
       "lengths that are not multiples of 128 (so tiles end early), causal:");
   RUN(tt::manual_seed(2));
   RUN(Tensor q3 = tt::randn({2, 4, 300, 32}), k3 = tt::randn({2, 4, 300, 32}), v3 = tt::randn({2, 4, 300, 32}));
@@ -375,9 +377,14 @@ int run() {
                                       tt::randn({7, 2}), tt::ones({5, 2}), allowed, false));
   SHOW(masked.out);
   SHOW(masked.dq.select(0, 2));
-  say("Which kernel ran is visible on the output's grad_fn. Auto picks flash:");
+  say("Which kernel ran is visible on the output's grad_fn. Here the weights would take\n"
+      "2 x 4 x 300 x 300 x 4 bytes = 2.9 MB, so Auto picks the math kernel; at [1, 8, 1024, 64] they\n"
+      "would take 32 MiB, so it picks flash:");
   RUN(Tensor o_auto = F::scaled_dot_product_attention(q3.requires_grad_(), k3, v3, {}, 0.0, true));
   SHOW(o_auto.grad_fn()->name());
+  RUN(Tensor q_big = tt::randn({1, 8, 1024, 64}).requires_grad_());
+  RUN(Tensor o_big = F::scaled_dot_product_attention(q_big, q_big, q_big, {}, 0.0, true));
+  SHOW(o_big.grad_fn()->name());
   say("Dropout needs the weights themselves, so a call with dropout_p > 0 takes the composed math\n"
       "path under Auto; forcing flash there is an error, not a silent fallback:");
   show_error("{ tt::SdpaKernelGuard force(tt::SDPBackend::Flash);\n"
