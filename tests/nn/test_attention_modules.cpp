@@ -88,6 +88,18 @@ TEST_CASE("MultiHeadAttention: bool masks mean NOT allowed, as in PyTorch", "[nn
   nn::MultiHeadAttentionForward c = fwd(false, true);
   c.attn_mask = blocked.unsqueeze(0).expand({4, 5, 5}).contiguous();
   CHECK_ALLCLOSE(mha(x, x, x, c).first, ya, 1e-6, 1e-6);
+  // A different mask per (b, h): entry b*H + h belongs to batch b, head h (PyTorch's order).
+  nn::MultiHeadAttentionForward per = fwd(false, true);
+  per.average_attn_weights = false;
+  per.attn_mask = rand({4, 5, 5}) > 0.6;
+  for (int64_t i = 0; i < 4; ++i) per.attn_mask.select(0, i).select(1, 0).fill_(false);  // key 0 always allowed
+  const Tensor w4 = mha(x, x, x, per).second;  // [B, H, Tq, Tk]
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 2; ++h) {
+      const Tensor blocked_bh = per.attn_mask.select(0, b * 2 + h);
+      CHECK(masked_fill(w4.select(0, b).select(0, h), eq(blocked_bh, scalar_tensor(false, kBool)), 0.0)
+                .abs().sum().item<float>() == 0.0f);
+    }
   // key_padding_mask: padded keys get no weight.
   nn::MultiHeadAttentionForward d = fwd(false, true);
   d.key_padding_mask = tensor({false, false, false, true, true}).reshape({1, 5}).expand({2, 5}).contiguous();

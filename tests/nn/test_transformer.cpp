@@ -284,6 +284,11 @@ TEST_CASE("forward_cached takes chunks and runs without grad", "[nn][transformer
   REQUIRE_THROWS_WITH(gpt.forward_cached(ids.slice(1, 0, 2), caches),
                       Catch::Contains("positions 7 .. 8 exceed context_length 8"));
   CHECK(caches[0].length() == 7);  // the failed call changed nothing
+  // A later block's cache too small: refused before block 0 appends anything.
+  std::vector<nn::KVCache> uneven{nn::KVCache(8), nn::KVCache(2)};
+  REQUIRE_THROWS_WITH(gpt.forward_cached(ids.slice(1, 0, 3), uneven),
+                      Catch::Contains("block 1's cache holds at most 2"));
+  CHECK(uneven[0].length() == 0);
 }
 
 // --- generation ------------------------------------------------------------------------------

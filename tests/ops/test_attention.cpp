@@ -123,7 +123,8 @@ TEST_CASE("sdpa: bool and float masks that broadcast", "[ops][attention]") {
   const Tensor mf = randn({2, 3, 5, 7});             // float, per batch and head
   Tensor minf = randn({1, 5, 7});
   minf = masked_fill(minf, (rand({1, 5, 7}) > 0.7), -kInf);
-  for (const Tensor& m : {m2, m4, mf, minf}) check_against_reference({2, 3, 5, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}, m, false);
+  for (const Tensor& m : {m2, m4, mf, minf})
+    check_against_reference({2, 3, 5, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}, m, false);
   // A mask combined with is_causal: a key must pass both.
   check_against_reference({2, 3, 7, 4}, {2, 3, 7, 4}, {2, 3, 7, 6}, (rand({7, 7}) > 0.3), true);
 }
@@ -164,7 +165,8 @@ TEST_CASE("sdpa: rows with nothing to attend to give zeros and zero gradients", 
     }, q, k, v, ones({1, 2, 4, 3}, kFloat64));
     CHECK(g.out.select(2, 2).abs().sum().item<double>() == 0.0);
     CHECK(g.dq.select(2, 2).abs().sum().item<double>() == 0.0);
-    for (const Tensor& t : {g.out, g.dq, g.dk, g.dv}) CHECK(eq(t, t).to(kInt64).sum().item<int64_t>() == t.numel());  // no NaN
+    for (const Tensor& t : {g.out, g.dq, g.dk, g.dv})
+      CHECK(eq(t, t).to(kInt64).sum().item<int64_t>() == t.numel());  // no NaN
   }
   const Tensor w = attention_weights(q, k, mask);
   CHECK(w.select(2, 2).abs().sum().item<double>() == 0.0);
@@ -207,6 +209,50 @@ TEST_CASE("sdpa: dropout is seeded and scales the kept weights", "[ops][attentio
   CHECK_ALLCLOSE(scaled_dot_product_attention(q2, k2, ones_v), ones({1, 4, 256, 1}), 1e-5, 1e-5);
   const double m = scaled_dot_product_attention(q2, k2, ones_v, {}, 0.5).mean().item<float>();
   CHECK(std::abs(m - 1.0) < 0.05);
+}
+
+TEST_CASE("sdpa: expanded gradients and inputs (row stride 0) are read correctly", "[ops][attention]") {
+  manual_seed(21);
+  const Tensor q0 = randn({2, 2, 9, 4}), k0 = randn({2, 2, 1, 4}).expand({2, 2, 7, 4}), v0 = randn({2, 2, 7, 3});
+  const Tensor v1 = randn({2, 2, 7, 1});
+  for (SDPBackend backend : {SDPBackend::Math, SDPBackend::Flash}) {
+    INFO("kernel " << (backend == SDPBackend::Math ? "math" : "flash"));
+    // Pooling over tokens: out.sum(-2) sends back a dout expanded along T (row stride 0).
+    auto pooled = [&](SDPBackend b, const Tensor& v) {
+      Tensor q = q0.detach().requires_grad_(), k = k0.detach().requires_grad_(), vv = v.detach().requires_grad_();
+      Tensor out;
+      if (b == SDPBackend::Auto) {
+        out = reference_sdpa(q, k, vv, {}, true);
+      } else {
+        SdpaKernelGuard guard(b);
+        out = scaled_dot_product_attention(q, k, vv, {}, 0.0, true);
+      }
+      out.sum(Shape{-2}).pow(2).sum().backward();
+      return std::vector<Tensor>{out.detach(), q.grad(), k.grad(), vv.grad()};
+    };
+    for (const Tensor& v : {v0, v1}) {  // Dv = 1: every stride of dout is 0
+      const std::vector<Tensor> got = pooled(backend, v), want = pooled(SDPBackend::Auto, v);
+      for (size_t i = 0; i < got.size(); ++i) CHECK_ALLCLOSE(got[i], want[i], 1e-4, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("sdpa: a NaN in a query makes its row NaN on every path", "[ops][attention]") {
+  manual_seed(22);
+  Tensor q = randn({1, 1, 3, 4});
+  q.select(2, 1).fill_(std::numeric_limits<float>::quiet_NaN());
+  const Tensor k = randn({1, 1, 5, 4}), v = randn({1, 1, 5, 2});
+  auto nan_rows = [](const Tensor& out) {
+    const Tensor isnan = ne(out, out).to(kInt64).sum(Shape{-1});  // NaN count per row
+    return isnan.to_vector<int64_t>();
+  };
+  const std::vector<int64_t> want{0, 2, 0};
+  for (SDPBackend backend : {SDPBackend::Math, SDPBackend::Flash}) {
+    SdpaKernelGuard guard(backend);
+    CHECK(nan_rows(scaled_dot_product_attention(q, k, v)) == want);
+    CHECK(nan_rows(scaled_dot_product_attention(q, k, v, {}, 0.0, true)) == want);
+  }
+  CHECK(nan_rows(reference_sdpa(q, k, v, {}, false)) == want);
 }
 
 TEST_CASE("sdpa: the kernel guard nests, and forcing flash where it cannot run throws", "[ops][attention]") {

@@ -138,7 +138,8 @@ class Backend {
   // Fused scaled dot-product attention (Note [fused attention on the CPU] in cpu/attention.cpp):
   //   S = scale * Q K^T + bias (keys j > i dropped when causal),  P = softmax(S) per row,  O = P V
   // q: [B, Hq, Tq, D], k: [B, Hkv, Tk, D], v: [B, Hkv, Tk, Dv], Hkv dividing Hq (query head h
-  // reads key/value head h / (Hq / Hkv)); last dim stride 1, other strides any. bias: undefined,
+  // reads key/value head h / (Hq / Hkv)); last dim stride 1, row stride >= the last dim (BLAS
+  // reads the rows), other strides any. bias: undefined,
   // or q's dtype with shape [B, Hq, Tq, Tk] and any strides (0 for broadcast dims); -inf forbids.
   // out: [B, Hq, Tq, Dv], last dim stride 1. weights: [B, Hq, Tq, Tk] contiguous, receives P
   // (exactly 0 where masked, and for a whole row with nothing to attend to). Float dtypes; all

@@ -60,7 +60,7 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
   if (!k_.defined() || length_ == 0) {
     const bool same = k_.defined() && k_.size(0) == k.size(0) && k_.size(1) == k.size(1) &&
                       k_.size(3) == k.size(3) && v_.size(3) == v.size(3) && k_.dtype() == k.dtype() &&
-                      k_.device() == k.device();
+                      v_.dtype() == v.dtype() && k_.device() == k.device() && v_.device() == v.device();
     if (!same) {
       k_ = empty({k.size(0), k.size(1), capacity_, k.size(3)}, k.options());
       v_ = empty({v.size(0), v.size(1), capacity_, v.size(3)}, v.options());
@@ -72,8 +72,8 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
                    ", got k ", k.shape(), " and v ", v.shape());
     TT_CHECK_DTYPE(k.dtype() == k_.dtype() && v.dtype() == v_.dtype(), "KVCache::append: the cache holds ",
                    k_.dtype(), ", got ", k.dtype());
-    TT_CHECK_DEVICE(k.device() == k_.device(), "KVCache::append: the cache is on ", k_.device(), ", got ",
-                    k.device());
+    TT_CHECK_DEVICE(k.device() == k_.device() && v.device() == v_.device(), "KVCache::append: the cache is on ",
+                    k_.device(), ", got k on ", k.device(), " and v on ", v.device());
   }
   k_.slice(2, length_, length_ + t).copy_(k);
   v_.slice(2, length_, length_ + t).copy_(v);

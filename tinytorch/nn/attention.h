@@ -22,8 +22,10 @@
 // A query with no key left to attend to gets an output of zeros (PyTorch gives NaN).
 //
 // Cost of a self-attention forward on [B, T, E]: 8·B·T·E² FLOPs for the projections plus
-// 4·B·T²·E for scores and output (half of that causal); memory B·H·T² weights when they are
-// kept (need_weights, dropout), else the fused kernel's scratch of T² per head in flight.
+// 4·B·T²·E for scores and output (half of that causal). Memory: B·H·T² weights kept for the
+// backward by the composed path (need_weights, dropout) and by the math kernel (F::scaled_dot_
+// product_attention's default while they fit in 16 MiB; its backward adds a T² scratch per
+// thread); O(T) per head with the flash kernel beyond that.
 #pragma once
 
 #include <cstdint>

@@ -172,6 +172,9 @@ Tensor GPT::forward_cached(const Tensor& ids, std::vector<KVCache>& caches) cons
   TT_CHECK_SHAPE(offset + t <= options.context_length(), "nn::GPT::forward_cached: positions ", offset, " .. ",
                  offset + t - 1, " exceed context_length ", options.context_length(),
                  "; clear the caches and feed the last context_length tokens again");
+  for (size_t i = 0; i < caches.size(); ++i)  // checked before any block appends: all or nothing
+    TT_CHECK(offset + t <= caches[i].capacity(), "nn::GPT::forward_cached: block ", i, "'s cache holds at most ",
+             caches[i].capacity(), " positions, and ", offset, " + ", t, " were asked for");
   NoGradGuard no_grad;  // the cache is written in place: decoding is inference only
   // TT_EXERCISE_BEGIN(14)
   Tensor h = embed(*this, ids, offset);

@@ -21,6 +21,7 @@
 // with K and V repeated over each group of query heads (GQA) and dK, dV summed back over it.
 #include "tinytorch/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -252,10 +253,14 @@ struct AttentionOp {
     return {s.needs[0] ? dq : Tensor(), s.needs[1] ? dk : Tensor(), s.needs[2] ? dv : Tensor()};
   }
 
-  // t itself when its last dim has stride 1 (what the kernels need), else a contiguous copy.
+  // t itself when BLAS can read its rows as they are (last dim stride 1, rows at least a row
+  // apart: an expanded dout, e.g. from out.sum(-2), has row stride 0), else a contiguous copy.
   static Tensor last_dim_dense(const Tensor& t) {
     const Tensor d = t.detach();
-    return d.stride(d.dim() - 1) == 1 || d.size(d.dim() - 1) == 1 ? d : d.contiguous();
+    const int n = d.dim();
+    const bool rows_ok = (d.stride(n - 1) == 1 || d.size(n - 1) == 1) &&
+                         (d.size(n - 2) <= 1 || d.stride(n - 2) >= std::max<int64_t>(1, d.size(n - 1)));
+    return rows_ok ? d : d.contiguous();
   }
 };
 
@@ -357,12 +362,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const Geometry g = check_inputs(op, q, k, &v, attn_mask, enable_gqa, dropout_p, scale);
   const double s = scale_or_default(scale, g.D);
   const int64_t G = g.groups();
-  const bool fusable = dropout_p == 0.0 && !requires(attn_mask) && g.B * g.Hq * g.Tq * g.Tk * g.D * g.Dv > 0;
+  const bool mask_grad = GradMode::is_enabled() && requires(attn_mask);
+  const bool fusable = dropout_p == 0.0 && !mask_grad && g.B * g.Hq * g.Tq * g.Tk * g.D * g.Dv > 0;
   const SDPBackend choice = t_sdpa_backend;
   TT_CHECK(choice != SDPBackend::Flash || fusable, op,
            ": the flash kernel was forced (SdpaKernelGuard) but cannot run this call: it needs dropout_p = 0, a mask "
            "that does not require grad, and non-empty inputs; got dropout_p = ", dropout_p,
-           ", mask requires grad: ", requires(attn_mask) ? "true" : "false", ", query ", q.shape(), ", key ",
+           ", mask requires grad: ", mask_grad ? "true" : "false", ", query ", q.shape(), ", key ",
            k.shape());
   if (!fusable) {
     Tensor P = weights_composed(q, k, attn_mask, is_causal, s, G);  // [*, Hq, Tq, Tk]

@@ -92,7 +92,15 @@ void softmax_row(T* __restrict p, const T* bias, int64_t bias_step, int64_t n, i
   T m = kNegInf;
 #pragma omp simd reduction(max : m)
   for (int64_t j = 0; j < n; ++j) m = p[j] > m ? p[j] : m;
-  if (m == kNegInf) n = 0;  // nothing to attend to (or an empty row): all zeros
+  if (m == kNegInf) {  // no finite score: nothing to attend to (all zeros), unless a NaN hid
+    bool nan = false;    // from the max, which then makes the whole row NaN, as softmax does
+    for (int64_t j = 0; j < n && !nan; ++j) nan = p[j] != p[j];
+    if (nan) {
+      std::fill(p, p + Tk, std::numeric_limits<T>::quiet_NaN());
+      return;
+    }
+    n = 0;
+  }
   const double sum = row_sum<T>(n, [&](int64_t j) { return p[j] = functors::exp_any(p[j] - m); });
   const T inv = T(1.0 / sum);
 #pragma omp simd

@@ -8,7 +8,8 @@ namespace tt::cpu {
 
 // Note [fused attention on the CPU] in cpu/attention.cpp says why. The setting is process-wide
 // (OpenBLAS has no per-thread one in Debian 12's 0.3.21): a BLAS call from another user thread
-// meanwhile runs single-threaded too, which costs speed, never correctness.
+// meanwhile may run single-threaded too. OpenBLAS does not promise that changing the count while
+// another thread is inside BLAS is safe; tinytorch runs its ops from one thread at a time.
 class BlasSingleThread {
  public:
   BlasSingleThread() : saved_(openblas_get_num_threads()) {

@@ -22,6 +22,7 @@
 //
 // Masked scores are -inf. A row whose keys are all masked keeps m = -inf: its P stays 0, its output
 // 0 and its lse -inf, and the backward treats lse = -inf as P = 0, so gradients are 0, never NaN.
+// A NaN score (a NaN in q or k) makes its row's output, lse and gradients NaN, as softmax does.
 #include <cblas.h>
 
 #include <algorithm>
@@ -122,7 +123,10 @@ void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const T
           T mx = m[r];
 #pragma omp simd reduction(max : mx)
           for (int64_t c = 0; c < cols; ++c) mx = s[c] > mx ? s[c] : mx;
-          if (mx == kNegInf) {  // nothing visible yet in this row
+          if (mx == kNegInf) {  // nothing visible in this tile (or only NaN, which the max skips)
+            bool nan = false;
+            for (int64_t c = 0; c < cols && !nan; ++c) nan = s[c] != s[c];
+            if (nan) l[r] = std::numeric_limits<T>::quiet_NaN();  // the row's output becomes NaN
             std::fill(s, s + cols, T(0));
             continue;
           }
@@ -148,12 +152,13 @@ void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const T
       T* L = lse.data_ptr<T>() + bh * Tq + i0;
       for (int64_t r = 0; r < rows; ++r) {
         const T lr = l[r];
-        const T inv = lr > T(0) ? T(1) / lr : T(0);
+        const bool nan = lr != lr;  // a NaN score: the whole row is NaN, as in softmax
+        const T inv = lr > T(0) ? T(1) / lr : (nan ? lr : T(0));
         T* o = O + r * out.stride(2);
         const T* a = acc + r * Dv;
 #pragma omp simd
         for (int64_t d = 0; d < Dv; ++d) o[d] = a[d] * inv;
-        L[r] = lr > T(0) ? m[r] + T(std::log(lr)) : kNegInf;
+        L[r] = lr > T(0) ? m[r] + T(std::log(lr)) : (nan ? lr : kNegInf);
       }
     }
   });
