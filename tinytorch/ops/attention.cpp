@@ -210,6 +210,41 @@ Tensor empty_heads(int64_t B, int64_t H, int64_t T, int64_t X, const Tensor& lik
   return transpose(empty({B, T, H, X}, like.options()), 1, 2);
 }
 
+// t itself when BLAS can read its rows as they are (last dim stride 1, rows at least a row
+// apart: an expanded dout, e.g. from out.sum(-2), has row stride 0), else a contiguous copy.
+Tensor last_dim_dense(const Tensor& t) {
+  const Tensor d = t.detach();
+  const int n = d.dim();
+  const bool rows_ok = (d.stride(n - 1) == 1 || d.size(n - 1) == 1) &&
+                       (d.size(n - 2) <= 1 || d.stride(n - 2) >= std::max<int64_t>(1, d.size(n - 1)));
+  return rows_ok ? d : d.contiguous();
+}
+
+// The backward both fused ops share: the composed one under create_graph (Note [double backward
+// of attention]); otherwise gradients in the inputs' layouts (dk, dv zeroed, and dq too when the
+// kernel accumulates into it), which kernel(be, dq, dk, dv, dout, q, k, v) fills.
+template <typename Saved, typename Kernel>
+TensorList fused_backward(const Saved& s, const TensorList& g, bool zero_dq, Kernel kernel) {
+  if (!g[0].defined()) return {Tensor(), Tensor(), Tensor()};
+  const Tensor q = s.q.unpack(), k = s.k.unpack(), v = s.v.unpack();
+  const Tensor dout = g[0].dtype() == q.dtype() ? g[0] : g[0].to(q.dtype());
+  TensorList r;
+  if (GradMode::is_enabled() &&
+      (dout.requires_grad() || q.requires_grad() || k.requires_grad() || v.requires_grad())) {
+    r = attention_grad_composite(dout, q, k, v, s.bias.unpack(), s.args.causal, s.args.scale, q.size(1) / k.size(1));
+  } else {
+    const int64_t B = q.size(0);
+    r = {empty_heads(B, q.size(1), q.size(2), q.size(3), q), empty_heads(B, k.size(1), k.size(2), k.size(3), k),
+         empty_heads(B, v.size(1), v.size(2), v.size(3), v)};
+    Backend& be = backend_for(q.device());
+    for (size_t i = zero_dq ? 0 : 1; i < 3; ++i) be.fill(r[i], 0);
+    kernel(be, r[0], r[1], r[2], last_dim_dense(dout), last_dim_dense(q), last_dim_dense(k), last_dim_dense(v));
+  }
+  for (int i = 0; i < 3; ++i)
+    if (!s.needs[i]) r[i] = Tensor();
+  return r;
+}
+
 struct AttentionOp {
   static constexpr const char* kName = "ScaledDotProductAttentionBackward0";
   struct Saved {
@@ -230,37 +265,11 @@ struct AttentionOp {
     return out;
   }
   static TensorList backward(const Saved& s, const TensorList& g) {
-    if (!g[0].defined()) return {Tensor(), Tensor(), Tensor()};
-    const Tensor q = s.q.unpack(), k = s.k.unpack(), v = s.v.unpack();
-    const Tensor dout = g[0].dtype() == q.dtype() ? g[0] : g[0].to(q.dtype());
-    if (GradMode::is_enabled() &&
-        (dout.requires_grad() || q.requires_grad() || k.requires_grad() || v.requires_grad())) {
-      TensorList r = attention_grad_composite(dout, q, k, v, s.bias.unpack(), s.args.causal, s.args.scale,
-                                              q.size(1) / k.size(1));
-      for (int i = 0; i < 3; ++i)
-        if (!s.needs[i]) r[i] = Tensor();
-      return r;
-    }
-    const int64_t B = q.size(0);
-    Tensor dq = empty_heads(B, q.size(1), q.size(2), q.size(3), q);
-    Tensor dk = empty_heads(B, k.size(1), k.size(2), k.size(3), k);
-    Tensor dv = empty_heads(B, v.size(1), v.size(2), v.size(3), v);
-    Backend& be = backend_for(q.device());
-    be.fill(dk, 0);
-    be.fill(dv, 0);
-    be.attention_backward(dq, dk, dv, last_dim_dense(dout), last_dim_dense(q), last_dim_dense(k),
-                          last_dim_dense(v), s.weights.unpack(), s.args);
-    return {s.needs[0] ? dq : Tensor(), s.needs[1] ? dk : Tensor(), s.needs[2] ? dv : Tensor()};
-  }
-
-  // t itself when BLAS can read its rows as they are (last dim stride 1, rows at least a row
-  // apart: an expanded dout, e.g. from out.sum(-2), has row stride 0), else a contiguous copy.
-  static Tensor last_dim_dense(const Tensor& t) {
-    const Tensor d = t.detach();
-    const int n = d.dim();
-    const bool rows_ok = (d.stride(n - 1) == 1 || d.size(n - 1) == 1) &&
-                         (d.size(n - 2) <= 1 || d.stride(n - 2) >= std::max<int64_t>(1, d.size(n - 1)));
-    return rows_ok ? d : d.contiguous();
+    return fused_backward(s, g, /*zero_dq=*/false, [&](Backend& be, const Tensor& dq, const Tensor& dk,
+                                                        const Tensor& dv, const Tensor& dout, const Tensor& q,
+                                                        const Tensor& k, const Tensor& v) {
+      be.attention_backward(dq, dk, dv, dout, q, k, v, s.weights.unpack(), s.args);
+    });
   }
 };
 
@@ -279,35 +288,17 @@ struct FlashAttentionOp {
     Tensor out = empty({B, Tq, Hq, Dv}, q.options()).transpose(1, 2);
     lse = empty({B, Hq, Tq}, q.options());
     backend_for(q.device())
-        .flash_attention_forward(out, lse, AttentionOp::last_dim_dense(q), AttentionOp::last_dim_dense(k),
-                                 AttentionOp::last_dim_dense(v), bias.defined() ? bias.detach() : Tensor(), args);
+        .flash_attention_forward(out, lse, last_dim_dense(q), last_dim_dense(k),
+                                 last_dim_dense(v), bias.defined() ? bias.detach() : Tensor(), args);
     return out;
   }
   static TensorList backward(const Saved& s, const TensorList& g) {
-    if (!g[0].defined()) return {Tensor(), Tensor(), Tensor()};
-    const Tensor q = s.q.unpack(), k = s.k.unpack(), v = s.v.unpack();
-    const Tensor dout = g[0].dtype() == q.dtype() ? g[0] : g[0].to(q.dtype());
-    if (GradMode::is_enabled() &&
-        (dout.requires_grad() || q.requires_grad() || k.requires_grad() || v.requires_grad())) {
-      TensorList r = attention_grad_composite(dout, q, k, v, s.bias.unpack(), s.args.causal, s.args.scale,
-                                              q.size(1) / k.size(1));
-      for (int i = 0; i < 3; ++i)
-        if (!s.needs[i]) r[i] = Tensor();
-      return r;
-    }
-    const int64_t B = q.size(0);
-    Tensor dq = empty_heads(B, q.size(1), q.size(2), q.size(3), q);
-    Tensor dk = empty_heads(B, k.size(1), k.size(2), k.size(3), k);
-    Tensor dv = empty_heads(B, v.size(1), v.size(2), v.size(3), v);
-    Backend& be = backend_for(q.device());
-    be.fill(dq, 0);
-    be.fill(dk, 0);
-    be.fill(dv, 0);
-    const Tensor bias = s.bias.unpack();
-    be.flash_attention_backward(dq, dk, dv, AttentionOp::last_dim_dense(dout), AttentionOp::last_dim_dense(q),
-                                AttentionOp::last_dim_dense(k), AttentionOp::last_dim_dense(v), s.out.unpack(),
-                                s.lse.unpack(), bias, s.args);
-    return {s.needs[0] ? dq : Tensor(), s.needs[1] ? dk : Tensor(), s.needs[2] ? dv : Tensor()};
+    return fused_backward(s, g, /*zero_dq=*/true, [&](Backend& be, const Tensor& dq, const Tensor& dk,
+                                                       const Tensor& dv, const Tensor& dout, const Tensor& q,
+                                                       const Tensor& k, const Tensor& v) {
+      be.flash_attention_backward(dq, dk, dv, dout, q, k, v, s.out.unpack(), s.lse.unpack(), s.bias.unpack(),
+                                  s.args);
+    });
   }
 };
 

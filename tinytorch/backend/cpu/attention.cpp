@@ -19,8 +19,6 @@
 // With GQA, query head h reads key/value head h / G (G = Hq / Hkv). In the backward a thread owns
 // one key/value head and runs its G query heads in turn, accumulating dK and dV (GEMM beta = 1),
 // so no two threads write the same dK/dV.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,18 +36,6 @@ namespace tt::cpu {
 namespace {
 
 constexpr int64_t kCausalBlock = 64;
-
-// c[M, N] = alpha * op(a) op(b) + beta * c, row-major, leading dims given.
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, double beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              float(alpha), a, int(lda), b, int(ldb), float(beta), c, int(ldc));
-}
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
 
 // One matrix of a [B, H, T, X] tensor: base pointer of (b, h) and the row stride.
 template <typename T>
@@ -126,7 +112,7 @@ void forward_impl(const Tensor& out, const Tensor& weights, const Tensor& q, con
       for (const Block& blk : blocks) {
         const int64_t rows = blk.r1 - blk.r0;
         T* Pb = P + blk.r0 * Tk;
-        gemm(false, true, rows, blk.kend, D, args.scale, Q.p + blk.r0 * Q.ld, Q.ld, K.p, K.ld, 0.0, Pb, Tk);
+        tile_gemm(false, true, rows, blk.kend, D, args.scale, Q.p + blk.r0 * Q.ld, Q.ld, K.p, K.ld, 0.0, Pb, Tk);
         for (int64_t i = blk.r0; i < blk.r1; ++i) {
           const int64_t n = args.causal ? std::min(blk.kend, i + 1) : Tk;
           const T* brow = bias_p == nullptr
@@ -134,7 +120,7 @@ void forward_impl(const Tensor& out, const Tensor& weights, const Tensor& q, con
                               : bias_p + b * bias.stride(0) + h * bias.stride(1) + i * bias.stride(2);
           softmax_row(P + i * Tk, brow, bias_p == nullptr ? 1 : bias.stride(3), n, Tk);
         }
-        gemm(false, false, rows, Dv, blk.kend, 1.0, Pb, Tk, V.p, V.ld, 0.0, O.p + blk.r0 * O.ld, O.ld);
+        tile_gemm(false, false, rows, Dv, blk.kend, 1.0, Pb, Tk, V.p, V.ld, 0.0, O.p + blk.r0 * O.ld, O.ld);
       }
     }
   });
@@ -164,7 +150,7 @@ void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
           const int64_t rows = blk.r1 - blk.r0, n = blk.kend;
           const T* Pb = P + blk.r0 * Tk;
           T* dPb = dP + blk.r0 * Tk;
-          gemm(false, true, rows, n, Dv, 1.0, dO.p + blk.r0 * dO.ld, dO.ld, V.p, V.ld, 0.0, dPb, Tk);
+          tile_gemm(false, true, rows, n, Dv, 1.0, dO.p + blk.r0 * dO.ld, dO.ld, V.p, V.ld, 0.0, dPb, Tk);
           for (int64_t i = blk.r0; i < blk.r1; ++i) {
             const T* p = P + i * Tk;
             T* d = dP + i * Tk;
@@ -173,9 +159,9 @@ void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
 #pragma omp simd
             for (int64_t j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot) * scale;
           }
-          gemm(false, false, rows, D, n, 1.0, dPb, Tk, K.p, K.ld, 0.0, dQ.p + blk.r0 * dQ.ld, dQ.ld);
-          gemm(true, false, n, Dv, rows, 1.0, Pb, Tk, dO.p + blk.r0 * dO.ld, dO.ld, 1.0, dV.p, dV.ld);
-          gemm(true, false, n, D, rows, 1.0, dPb, Tk, Q.p + blk.r0 * Q.ld, Q.ld, 1.0, dK.p, dK.ld);
+          tile_gemm(false, false, rows, D, n, 1.0, dPb, Tk, K.p, K.ld, 0.0, dQ.p + blk.r0 * dQ.ld, dQ.ld);
+          tile_gemm(true, false, n, Dv, rows, 1.0, Pb, Tk, dO.p + blk.r0 * dO.ld, dO.ld, 1.0, dV.p, dV.ld);
+          tile_gemm(true, false, n, D, rows, 1.0, dPb, Tk, Q.p + blk.r0 * Q.ld, Q.ld, 1.0, dK.p, dK.ld);
         }
       }
     }

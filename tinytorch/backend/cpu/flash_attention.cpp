@@ -23,8 +23,6 @@
 // Masked scores are -inf. A row whose keys are all masked keeps m = -inf: its P stays 0, its output
 // 0 and its lse -inf, and the backward treats lse = -inf as P = 0, so gradients are 0, never NaN.
 // A NaN score (a NaN in q or k) makes its row's output, lse and gradients NaN, as softmax does.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -41,17 +39,6 @@ namespace {
 
 constexpr int64_t kBlockQ = 128;
 constexpr int64_t kBlockK = 128;
-
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, double beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              float(alpha), a, int(lda), b, int(ldb), float(beta), c, int(ldc));
-}
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              alpha, a, int(lda), b, int(ldb), beta, c, int(ldc));
-}
 
 template <typename T>
 T* at(const Tensor& t, int64_t b, int64_t h) {
@@ -114,7 +101,7 @@ void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const T
       const int64_t kend = args.causal ? std::min(Tk, i0 + rows) : Tk;
       for (int64_t j0 = 0; j0 < kend; j0 += kBlockK) {
         const int64_t cols = std::min(kBlockK, kend - j0);
-        gemm(false, true, rows, cols, D, args.scale, Q, q.stride(2), K + j0 * k.stride(2), k.stride(2), 0.0, S,
+        tile_gemm(false, true, rows, cols, D, args.scale, Q, q.stride(2), K + j0 * k.stride(2), k.stride(2), 0.0, S,
              kBlockK);
         mask_tile(S, kBlockK, rows, cols, i0, j0, bias_bh, bias_p ? bias.stride(2) : 0,
                   bias_p ? bias.stride(3) : 0, args.causal && j0 + cols > i0);
@@ -145,7 +132,7 @@ void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const T
             for (int64_t d = 0; d < Dv; ++d) a[d] *= alpha;
           }
         }
-        gemm(false, false, rows, Dv, cols, 1.0, S, kBlockK, V + j0 * v.stride(2), v.stride(2), 1.0, acc,
+        tile_gemm(false, false, rows, Dv, cols, 1.0, S, kBlockK, V + j0 * v.stride(2), v.stride(2), 1.0, acc,
              Dv);
       }
       T* O = at<T>(out, b, h) + i0 * out.stride(2);
@@ -212,7 +199,7 @@ void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
           const int64_t first_i = args.causal ? (j0 / kBlockQ) * kBlockQ : 0;
           for (int64_t i0 = first_i; i0 < Tq; i0 += kBlockQ) {
             const int64_t rows = std::min(kBlockQ, Tq - i0);
-            gemm(false, true, rows, cols, D, args.scale, Q + i0 * q.stride(2), q.stride(2), K + j0 * k.stride(2),
+            tile_gemm(false, true, rows, cols, D, args.scale, Q + i0 * q.stride(2), q.stride(2), K + j0 * k.stride(2),
                  k.stride(2), 0.0, P, kBlockK);
             mask_tile(P, kBlockK, rows, cols, i0, j0, bias_bh, bias_p ? bias.stride(2) : 0,
                       bias_p ? bias.stride(3) : 0, args.causal && j0 + cols > i0);
@@ -227,10 +214,10 @@ void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
               for (int64_t c = 0; c < cols; ++c) p[c] = functors::exp_any(p[c] - lr);
             }
             // dV_j += P^T dO_i
-            gemm(true, false, cols, Dv, rows, 1.0, P, kBlockK, dO + i0 * dout.stride(2), dout.stride(2), 1.0,
+            tile_gemm(true, false, cols, Dv, rows, 1.0, P, kBlockK, dO + i0 * dout.stride(2), dout.stride(2), 1.0,
                  dV + j0 * dv.stride(2), dv.stride(2));
             // dP = dO_i V_j^T
-            gemm(false, true, rows, cols, Dv, 1.0, dO + i0 * dout.stride(2), dout.stride(2), V + j0 * v.stride(2),
+            tile_gemm(false, true, rows, cols, Dv, 1.0, dO + i0 * dout.stride(2), dout.stride(2), V + j0 * v.stride(2),
                  v.stride(2), 0.0, dP, kBlockK);
             for (int64_t r = 0; r < rows; ++r) {
               const T* p = P + r * kBlockK;
@@ -240,9 +227,9 @@ void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
               for (int64_t c = 0; c < cols; ++c) d[c] = p[c] * (d[c] - Di) * scale;
             }
             // dQ_i += dS K_j ; dK_j += dS^T Q_i
-            gemm(false, false, rows, D, cols, 1.0, dP, kBlockK, K + j0 * k.stride(2), k.stride(2), 1.0,
+            tile_gemm(false, false, rows, D, cols, 1.0, dP, kBlockK, K + j0 * k.stride(2), k.stride(2), 1.0,
                  dQ + i0 * dq.stride(2), dq.stride(2));
-            gemm(true, false, cols, D, rows, 1.0, dP, kBlockK, Q + i0 * q.stride(2), q.stride(2), 1.0,
+            tile_gemm(true, false, cols, D, rows, 1.0, dP, kBlockK, Q + i0 * q.stride(2), q.stride(2), 1.0,
                  dK + j0 * dk.stride(2), dk.stride(2));
           }
         }
