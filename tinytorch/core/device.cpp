@@ -1,6 +1,8 @@
 // Device parsing, printing and the availability check every CUDA request passes through.
 #include "tinytorch/core/device.h"
 
+#include <atomic>
+
 #include "tinytorch/core/error.h"
 
 namespace tt {
@@ -46,11 +48,18 @@ void check_device_available(const Device& d, const char* op) {
 #endif
 }
 
-#ifndef TINYTORCH_HAS_CUDA
 namespace cuda {
+namespace {
+std::atomic<bool> g_allow_tf32{false};
+}  // namespace
+void set_allow_tf32(bool allow) { g_allow_tf32.store(allow); }
+bool allow_tf32() { return g_allow_tf32.load(); }
+#ifndef TINYTORCH_HAS_CUDA
 bool is_available() { return false; }
 int device_count() { return 0; }
-}  // namespace cuda
+void synchronize(int) { throw DeviceError("cuda::synchronize: tinytorch was built without CUDA"); }
+void empty_cache() {}
 #endif
+}  // namespace cuda
 
 }  // namespace tt

@@ -32,6 +32,15 @@ namespace cuda {
 // True when this build has the CUDA backend and a GPU is visible. Never throws.
 bool is_available();
 int device_count();
+// Waits for all work queued on `device` (every device when -1). Throws DeviceError without CUDA.
+void synchronize(int device = -1);
+// Hands the caching allocator's unused device blocks back to the driver (no-op without CUDA).
+void empty_cache();
+// TF32 tensor cores in cuBLAS GEMMs (and the TF32 attention kernels): off by default, so float32
+// matmuls are exact float32 as on the CPU. A process-wide switch, like PyTorch's
+// torch.backends.cuda.matmul.allow_tf32.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
 }  // namespace cuda
 
 // Throws DeviceError("tinytorch was built without CUDA" / "no CUDA device ...") when `d`

@@ -18,6 +18,11 @@ class DtypeError : public Error { using Error::Error; };
 class DeviceError : public Error { using Error::Error; };
 class IndexError : public Error { using Error::Error; };
 class IOError : public Error { using Error::Error; };
+// A CUDA runtime or cuBLAS call failed; the message names the call, the file and the line.
+class CudaError : public Error { using Error::Error; };
+// A device allocation failed even after the cache was released; the message gives the bytes
+// requested, allocated and reserved.
+class OutOfMemoryError : public Error { using Error::Error; };
 
 namespace detail {
 template <typename... Args>

@@ -1,15 +1,31 @@
-// CUDA device discovery. The CUDA kernels, allocator and cuBLAS backend are the subject of the
-// CUDA backend work (module 09); until they land, a CUDA tensor request on a machine with a GPU
-// gets a DeviceError saying so, and the device queries here are real.
+// CUDA devices: discovery, synchronization, the current-device guard, cuBLAS handles, the
+// checked-call error messages and the backend singleton.
 #include <cuda_runtime.h>
 
-#include "tinytorch/backend/backend.h"
+#include <mutex>
+#include <vector>
+
+#include "tinytorch/backend/cuda/check.h"
+#include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/core/allocator.h"
 #include "tinytorch/core/device.h"
 
 namespace tt {
 
 namespace cuda {
+
+namespace detail {
+void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();  // clear a non-sticky error so later calls start clean
+  throw CudaError(tt::detail::concat("CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err),
+                                     ") in ", call, " at ", file, ":", line));
+}
+void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+  throw CudaError(tt::detail::concat("cuBLAS error ", cublasGetStatusName(status), " (",
+                                     cublasGetStatusString(status), ") in ", call, " at ", file, ":", line));
+}
+}  // namespace detail
+
 int device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -19,16 +35,50 @@ int device_count() {
   return n;
 }
 bool is_available() { return device_count() > 0; }
-}  // namespace cuda
 
-Allocator& cuda_allocator(int index) {
-  throw DeviceError(detail::concat("allocate: device cuda:", index, " is present, but this version of "
-                                   "tinytorch has no CUDA backend yet (tensors live on the CPU)"));
+void synchronize(int device) {
+  check_device_available(Device(kCUDA, device < 0 ? 0 : device), "cuda::synchronize");
+  int first = device < 0 ? 0 : device, last = device < 0 ? device_count() - 1 : device;
+  for (int d = first; d <= last; ++d) {
+    DeviceGuard guard(d);
+    TT_CUDA_CHECK(cudaDeviceSynchronize());
+  }
 }
 
-Backend& cuda_backend(int index) {
-  throw DeviceError(detail::concat("backend_for: device cuda:", index, " is present, but this version "
-                                   "of tinytorch has no CUDA backend yet (tensors live on the CPU)"));
+void empty_cache() {
+  int n = device_count();
+  for (int d = 0; d < n; ++d) allocator_for(Device(kCUDA, d)).empty_cache();
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  TT_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != device) TT_CUDA_CHECK(cudaSetDevice(device));
+}
+DeviceGuard::~DeviceGuard() {
+  int now = -1;
+  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
+}
+
+cublasHandle_t cublas_handle(int device) {
+  static std::mutex mu;
+  static std::vector<cublasHandle_t> handles;  // leaked on purpose: destroyed after the driver otherwise
+  std::lock_guard<std::mutex> lock(mu);
+  if (handles.empty()) handles.resize(static_cast<size_t>(device_count()), nullptr);
+  TT_CHECK_DEVICE(device >= 0 && size_t(device) < handles.size(), "cublas_handle: no CUDA device ", device);
+  if (!handles[device]) {
+    DeviceGuard guard(device);
+    TT_CUBLAS_CHECK(cublasCreate(&handles[device]));
+  }
+  TT_CUBLAS_CHECK(cublasSetMathMode(handles[device], allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  return handles[device];
+}
+
+}  // namespace cuda
+
+Backend& cuda_backend(int /*index*/) {
+  // One stateless backend serves every device: each kernel runs on its tensors' device.
+  static auto* backend = new cuda::CudaBackend();
+  return *backend;
 }
 
 }  // namespace tt
