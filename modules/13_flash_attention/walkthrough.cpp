@@ -36,8 +36,9 @@ struct Options {
 };
 Options g_opts;
 
-// The tiles of backend/cpu/flash_attention.cpp (kBlockQ = kBlockK = 128 there).
-constexpr int64_t kTile = 128;
+// The forward's tiles in backend/cpu/flash_attention.cpp: kBlockQ query rows against kBlockK keys.
+// (Its backward has its own, kBwdBlockK = 256 keys against panels of kBwdBlockQ = 512 query rows.)
+constexpr int64_t kBlockQ = 128, kBlockK = 256;
 
 // The sweep's shape [B, H, N, D] = [1, 8, N, 64], float32, causal.
 constexpr int64_t kB = 1, kH = 8, kD = 64;
@@ -127,11 +128,15 @@ double max_diff(const std::vector<T>& a, const std::vector<T>& b) {
 
 // The three kinds of tile of a causal [N, N] score matrix, by the rules of flash_attention.cpp's
 // forward: query rows [i0, i0 + rows) read keys [0, min(N, i0 + rows)), so a key tile is computed
-// when j0 < i0 + rows; inside it, mask_tile masks keys j > i only when j0 + cols > i0.
+// when j0 < i0 + rows, and only up to key i0 + rows - 1 (computed_cols); inside it, mask_tile masks
+// keys j > i only when j0 + computed_cols > i0.
 enum class Tile { kSkipped, kDiagonal, kFull };
+int64_t computed_cols(int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
+  return std::max<int64_t>(0, std::min(cols, i0 + rows - j0));
+}
 Tile tile_kind(int64_t i0, int64_t rows, int64_t j0, int64_t cols) {
   if (j0 >= i0 + rows) return Tile::kSkipped;
-  return j0 + cols > i0 ? Tile::kDiagonal : Tile::kFull;
+  return j0 + computed_cols(i0, rows, j0, cols) > i0 ? Tile::kDiagonal : Tile::kFull;
 }
 
 // --- sections 3 to 5: running the two kernels ----------------------------------------------------
@@ -156,8 +161,8 @@ double io_bytes(int64_t N) { return double(kB * kH * N * kD) * 4; }
 // What forward + backward must hold beyond its inputs and dO, from the formulas:
 //   flash: out, dq, dk, dv (4 io) + the logsumexp [B, H, N]            linear in N
 //   math:  out, dq, dk, dv (4 io) + the weights [B, H, N, N]            quadratic in N
-// (the flash kernel's tiles, about 128 KiB per thread, and the math backward's [N, N] scratch per
-// thread, come on top; section 5 says which of them the allocator sees).
+// (the flash kernel's tiles, 161 KiB per thread forward and 1 MiB backward, and the math backward's
+// [N, N] scratch per thread come on top; the allocator sees both).
 double flash_formula(int64_t N) { return 4 * io_bytes(N) + double(kB * kH * N) * 4; }
 double math_formula(int64_t N) { return 4 * io_bytes(N) + double(kB * kH) * double(N) * double(N) * 4; }
 
@@ -299,67 +304,81 @@ int run() {
   // -------------------------------------------------------------------------------------------
   heading("3. Tiles: queries against keys, and what a causal mask skips");
   say("The flash kernel (tinytorch/backend/cpu/flash_attention.cpp) applies section 2 to a tile of\n"
-      "kBlockQ = 128 query rows at once. For each tile of kBlockK = 128 keys: S = scale Q_i K_j^T\n"
-      "(one small GEMM, [128, 128]), the running max, sum and alpha per row, then acc += P V_j\n"
+      "kBlockQ = 128 query rows at once. For each tile of kBlockK = 256 keys: S = scale Q_i K_j^T\n"
+      "(one small GEMM, [128, 256]), the running max, sum and alpha per row, then acc += P V_j\n"
       "(a second GEMM). At the end: out = acc / l and lse = m + log l, written once. A thread\n"
-      "holds one [128, 128] tile of scores and one [128, D] accumulator: 99 KiB for D = 64,\n"
-      "whatever N is.\n\n"
+      "holds one [128, 256] tile of scores, one [128, D] accumulator and m, l: 128 x (256 + D + 2)\n"
+      "numbers, 161 KiB for D = 64 in float32, whatever N is.\n\n"
       "With a causal mask, query i sees keys j <= i. A key tile that starts after the last row of\n"
       "the query tile is all masked: the kernel never computes it. A tile on the diagonal is\n"
-      "computed and masked inside (mask_tile writes -inf where j > i); the others are used whole.\n"
-      "Here every number of a causal score matrix for N = 16 with tiles of 4 (# used, x computed\n"
-      "then masked, . never computed):");
+      "computed only up to the query tile's last row and masked inside (mask_tile writes -inf where\n"
+      "j > i); the others are used whole. Here every number of a causal score matrix for N = 16,\n"
+      "with query tiles of 4 rows and key tiles of 8 keys, the kernel's 1:2 shape (# used, x\n"
+      "computed then masked, . never computed):");
   {
-    const int64_t N = 16, t = 4;
-    std::cout << "\n    query   keys 0..15, in tiles of " << t << "\n";
+    const int64_t N = 16, tq = 4, tk = 8;
+    std::cout << "\n    query   keys 0..15, in tiles of " << tk << "\n";
     for (int64_t i = 0; i < N; ++i) {
       std::string line = "    " + rcol(std::to_string(i), 5) + "   ";
+      const int64_t i0 = i / tq * tq;
       for (int64_t j = 0; j < N; ++j) {
-        const Tile kind = tile_kind(i / t * t, t, j / t * t, t);
-        line += kind == Tile::kSkipped ? '.' : (j <= i ? '#' : 'x');
-        if (j % t == t - 1 && j + 1 < N) line += ' ';
+        const int64_t j0 = j / tk * tk;
+        const bool computed = tile_kind(i0, tq, j0, tk) != Tile::kSkipped && j < j0 + computed_cols(i0, tq, j0, tk);
+        line += !computed ? '.' : (j <= i ? '#' : 'x');
+        if (j % tk == tk - 1 && j + 1 < N) line += ' ';
       }
-      std::cout << line << (i % t == t - 1 && i + 1 < N ? "\n\n" : "\n");
+      std::cout << line << (i % tq == tq - 1 && i + 1 < N ? "\n\n" : "\n");
     }
   }
-  say("The same at the kernel's real tile size, one character per 128 x 128 tile, for N = 1024\n"
-      "(# tile used whole, \\ diagonal tile: computed, masked inside, . skipped):");
+  say("The same at the kernel's real tile sizes, one character per tile of 128 query rows x 256\n"
+      "keys, for N = 1024 (# tile used whole, \\ diagonal tile: computed up to the query tile's\n"
+      "last row, masked inside, . skipped):");
   {
-    const int64_t N = 1024, tiles = N / kTile;
+    const int64_t N = 1024, q_tiles = N / kBlockQ, k_tiles = N / kBlockK;
     int64_t full = 0, diag = 0, skipped = 0;
-    std::cout << "\n    query tile   key tiles 0.." << tiles - 1 << "\n";
-    for (int64_t it = 0; it < tiles; ++it) {
+    std::cout << "\n    query tile   key tiles 0.." << k_tiles - 1 << "\n";
+    for (int64_t it = 0; it < q_tiles; ++it) {
       std::string line = "    " + rcol(std::to_string(it), 10) + "   ";
-      for (int64_t jt = 0; jt < tiles; ++jt) {
-        const Tile kind = tile_kind(it * kTile, kTile, jt * kTile, kTile);
+      for (int64_t jt = 0; jt < k_tiles; ++jt) {
+        const Tile kind = tile_kind(it * kBlockQ, kBlockQ, jt * kBlockK, kBlockK);
         line += std::string(jt > 0 ? " " : "") + (kind == Tile::kSkipped ? "." : kind == Tile::kDiagonal ? "\\" : "#");
         (kind == Tile::kSkipped ? skipped : kind == Tile::kDiagonal ? diag : full) += 1;
       }
       std::cout << line << "\n";
     }
     std::cout << "\n    used whole " << full << ", diagonal " << diag << ", skipped " << skipped << " of "
-              << tiles * tiles << " tiles\n";
+              << q_tiles * k_tiles << " tiles\n";
   }
-  say("With n tiles per side, n(n+1)/2 are computed: the work tends to half of N^2 as N grows.\n"
-      "The backward skips the same tiles (for each key tile it starts at the query tile holding\n"
-      "its first key).");
-  std::cout << "\n" << rcol("N", 8) << rcol("tiles/side", 12) << rcol("computed", 10) << rcol("of", 8)
-            << rcol("fraction", 10) << "\n";
+  say("On the even query tiles the diagonal key tile is cut at the tile's last row, after 128 of its\n"
+      "256 keys. So whatever the key tiles' width, query tile i computes exactly the keys\n"
+      "[0, i0 + 128): with n = N / 128, the scores of n(n+1)/2 of n^2 square blocks, tending to\n"
+      "half of N^2 as N grows. The backward has tiles of its own, 256 keys against panels of 512\n"
+      "query rows (section 4), and skips the same way: the panels for key tile j start at row j0,\n"
+      "the first query that sees key j0, so it computes the lower triangle and half of each\n"
+      "256 x 256 block on the diagonal. The fraction of the N^2 scores each computes:");
+  std::cout << "\n" << rcol("N", 8) << rcol("query tiles", 13) << rcol("key tiles", 11) << rcol("computed", 12)
+            << rcol("forward", 10) << rcol("backward", 10) << "\n";
   for (int64_t N : {512, 1024, 2048, 4096, 8192, 16384}) {
-    const int64_t n_t = N / kTile;
+    const int64_t q_tiles = N / kBlockQ, k_tiles = N / kBlockK;
     int64_t computed = 0;
-    for (int64_t it = 0; it < n_t; ++it)
-      for (int64_t jt = 0; jt < n_t; ++jt) computed += tile_kind(it * kTile, kTile, jt * kTile, kTile) != Tile::kSkipped;
-    std::cout << rcol(std::to_string(N), 8) << rcol(std::to_string(n_t), 12) << rcol(std::to_string(computed), 10)
-              << rcol(std::to_string(n_t * n_t), 8) << rcol(fmt("%.3f", double(computed) / double(n_t * n_t)), 10)
-              << "\n";
+    double fwd = 0, bwd = 0;  // scores computed
+    for (int64_t it = 0; it < q_tiles; ++it)
+      for (int64_t jt = 0; jt < k_tiles; ++jt) {
+        computed += tile_kind(it * kBlockQ, kBlockQ, jt * kBlockK, kBlockK) != Tile::kSkipped;
+        fwd += double(kBlockQ) * double(computed_cols(it * kBlockQ, kBlockQ, jt * kBlockK, kBlockK));
+      }
+    for (int64_t j0 = 0; j0 < N; j0 += 256) bwd += 256.0 * double(N - j0);  // rows j0..N-1 of key tile j
+    const double all = double(N) * double(N);
+    std::cout << rcol(std::to_string(N), 8) << rcol(std::to_string(q_tiles), 13) << rcol(std::to_string(k_tiles), 11)
+              << rcol(std::to_string(computed) + "/" + std::to_string(q_tiles * k_tiles), 12)
+              << rcol(fmt("%.3f", fwd / all), 10) << rcol(fmt("%.3f", bwd / all), 10) << "\n";
   }
   say("Tiles change the order of the sums, not the result. tt::SdpaKernelGuard forces a kernel\n"
       "(PyTorch's sdpa_kernel): SDPBackend::Math for module 12's kernel, SDPBackend::Flash for this\n"
       "one; Auto, the default, takes the math kernel while the weights it would keep fit in 16 MiB\n"
       "(there it is as fast, and its backward need not rebuild the scores) and flash beyond. Forward\n"
-      "and backward of both on\n"
-      "lengths that are not multiples of 128 (so tiles end early), causal:");
+      "and backward of both on lengths that are not multiples of the tile sizes (so tiles end\n"
+      "early), causal:");
   RUN(tt::manual_seed(2));
   RUN(Tensor q3 = tt::randn({2, 4, 300, 32}), k3 = tt::randn({2, 4, 300, 32}), v3 = tt::randn({2, 4, 300, 32}));
   RUN(Tensor dO3 = tt::randn({2, 4, 300, 32}));
@@ -431,7 +450,9 @@ int run() {
   RUN(Tensor dP4 = dO4.matmul(v4.t()));
   SHOW((dP4 * P4).sum({-1}));
   SHOW((dO4 * O4).sum({-1}));
-  say("So the flash backward, per key tile j and each query tile i that sees it, is\n"
+  say("So the flash backward, per tile j of 256 keys and each panel i of 512 query rows that sees\n"
+      "it (taller than the forward's tiles: each key tile walks all of them, and the products into\n"
+      "dV_j and dK_j get an inner dimension of 512), is\n"
       "    P = exp(S - lse) with S rebuilt    dV_j += P^T dO_i    dP = dO_i V_j^T\n"
       "    dS = P * (dP - Dvec_i) * scale     dQ_i += dS K_j      dK_j += dS^T Q_i\n"
       "five GEMMs a tile where the math backward does four (it reads P instead of rebuilding S),\n"
@@ -499,10 +520,10 @@ int run() {
               << fmt("%.2f", f.bwd_ms / m.bwd_ms) << "x)\n";
   }
   say("The flash column doubles with N, like the inputs: it is the four [N, D] tensors and lse,\n"
-      "plus its tiles (a few hundred KiB per thread, also drawn from the allocator, which is why it\n"
-      "sits a little above its formula). The math column quadruples: P is nearly all of it. Its\n"
-      "backward also takes an [N, N] scratch per thread from std::vector, which the allocator does\n"
-      "not see, so the true math peak is higher still.\n\n"
+      "plus its tiles (1 MiB per thread in the backward, two [512, 256] tiles, also drawn from the\n"
+      "allocator, which is why it sits a little above its formula). The math column quadruples: P\n"
+      "is most of it, and the rest mostly its backward's [N, N] scratch, one per thread (64 MiB\n"
+      "each at N = 4096), also from the allocator.\n\n"
       "Time is a closer contest. Both kernels skip the same causal half of the work. Flash does\n"
       "more arithmetic in the backward (S rebuilt for every tile) and runs many small GEMMs; the\n"
       "math kernel writes P to main memory in the forward and reads it back in the backward, 512\n"

@@ -2,6 +2,8 @@
 // materializing math kernel on random shapes that cross tile edges (odd lengths, Tq != Tk, every
 // mask kind, GQA, decoding one query), gradcheck in float64 across several tiles, and the O(N)
 // memory claim measured with the allocator's peak at [1, 8, 8192, 64].
+#include <omp.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -45,7 +47,7 @@ TEST_CASE("flash attention equals the math kernel on random shapes", "[ops][atte
   auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   for (int trial = 0; trial < 24; ++trial) {
     const int64_t B = pick(1, 2), Hkv = pick(1, 2), G = pick(1, 3), Hq = Hkv * G;
-    const int64_t Tq = trial % 6 == 0 ? 1 : pick(1, 300), Tk = trial % 3 == 0 ? Tq : pick(1, 300);
+    const int64_t Tq = trial % 6 == 0 ? 1 : pick(1, 700), Tk = trial % 3 == 0 ? Tq : pick(1, 700);
     const int64_t D = pick(1, 40), Dv = pick(1, 40);
     const bool causal = trial % 2 == 1;
     // Mask kinds, each with and without causal: none, bool [Tq, Tk], float [B, 1, Tq, Tk] with
@@ -79,11 +81,13 @@ TEST_CASE("flash attention equals the math kernel on random shapes", "[ops][atte
 TEST_CASE("flash attention: gradcheck in float64 across several tiles", "[ops][attention][flash]") {
   manual_seed(9);
   SdpaKernelGuard guard(SDPBackend::Flash);
-  // 135 queries and 131 keys: two tiles of each (kBlockQ = kBlockK = 128).
+  // 135 queries and 300 keys: 2 x 2 forward tiles (128 x 256) and 2 backward key tiles (256), with
+  // one key/value head, so the backward also splits its key tiles across threads. Query panels of
+  // the backward (512 rows) are crossed by the random shapes above, up to 700 queries.
   const Tensor q = randn({1, 2, 135, 1}, kFloat64).requires_grad_();
-  const Tensor k = randn({1, 1, 131, 1}, kFloat64).requires_grad_();
-  const Tensor v = randn({1, 1, 131, 1}, kFloat64).requires_grad_();
-  const Tensor mask = rand({135, 131}) > 0.1;
+  const Tensor k = randn({1, 1, 300, 1}, kFloat64).requires_grad_();
+  const Tensor v = randn({1, 1, 300, 1}, kFloat64).requires_grad_();
+  const Tensor mask = rand({135, 300}) > 0.1;
   auto f = [&](const autograd::TensorList& in) {
     return scaled_dot_product_attention(in[0], in[1], in[2], mask, 0.0, true, std::nullopt, true);
   };
@@ -103,6 +107,30 @@ TEST_CASE("flash attention: one query against a long KV cache", "[ops][attention
     math = scaled_dot_product_attention(q, k, v);
   }
   CHECK(rel_err(flash, math) < 1e-5);
+}
+
+TEST_CASE("flash attention backward splits one head's keys across threads (MQA at batch 1)",
+          "[ops][attention][flash]") {
+  // One (batch, key/value head) pair and four threads: the backward hands each thread its own key
+  // tiles and sums the per-thread dQ buffers afterwards (backward_chunks in cpu/flash_attention.cpp).
+  struct Threads {
+    int saved = omp_get_max_threads();
+    Threads() { omp_set_num_threads(4); }
+    ~Threads() { omp_set_num_threads(saved); }
+  } four_threads;
+  manual_seed(21);
+  const Tensor q = randn({1, 4, 700, 32}), k = randn({1, 1, 700, 32}), v = randn({1, 1, 700, 32});
+  const Tensor up = randn({1, 4, 700, 32});
+  for (bool causal : {false, true}) {
+    INFO("causal " << causal);
+    const Result got = run(SDPBackend::Flash, q, k, v, up, {}, causal, true);
+    const Result want = run(SDPBackend::Math, q.to(kFloat64), k.to(kFloat64), v.to(kFloat64), up.to(kFloat64), {},
+                            causal, true);
+    CHECK(rel_err(got.out, want.out) < 1e-5);
+    CHECK(rel_err(got.dq, want.dq) < 1e-5);
+    CHECK(rel_err(got.dk, want.dk) < 1e-5);
+    CHECK(rel_err(got.dv, want.dv) < 1e-5);
+  }
 }
 
 TEST_CASE("flash attention: memory stays linear at [1, 8, 8192, 64] causal", "[ops][attention][flash][slow]") {
