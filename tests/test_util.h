@@ -1,5 +1,6 @@
-// Helpers shared by the test suites: tolerance comparisons of tensors against values, and a
-// scratch directory with raw file reads for the suites that write files.
+// Helpers shared by the test suites: tolerance comparisons of tensors against values, a scratch
+// directory with raw file reads for the suites that write files, and TT_REQUIRE_CUDA() for the
+// [cuda] test cases.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -89,4 +91,16 @@ inline bool allclose(const Tensor& actual, const Tensor& expected, double rtol =
   do {                                                                                 \
     INFO("actual:   " << (actual) << "\nexpected: " << (expected));                    \
     CHECK(::tt::testing::allclose((actual), (expected), ##__VA_ARGS__));               \
+  } while (0)
+
+// The first line of every [cuda] test case. Without a usable GPU it exits with 77 when CTest runs
+// this one test case (CTest's SKIP_RETURN_CODE: reported as skipped, never as passed), or returns
+// with a warning when the whole binary runs, so that the other test cases still run.
+#define TT_REQUIRE_CUDA()                                                                \
+  do {                                                                                   \
+    if (!::tt::cuda::is_available()) {                                                   \
+      if (::Catch::getCurrentContext().getConfig()->hasTestFilters()) std::exit(77);     \
+      WARN("skipped: no CUDA device");                                                   \
+      return;                                                                            \
+    }                                                                                    \
   } while (0)

@@ -58,11 +58,16 @@ TEST_CASE("TensorOptions spells dtype, device and requires_grad like LibTorch", 
 }
 
 TEST_CASE("asking for CUDA without a usable backend is a DeviceError naming CUDA", "[core][device]") {
-  if (cuda::is_available()) {
-    WARN("a GPU is visible; the CUDA requests below still fail until the CUDA backend lands");
-  }
   CHECK(cuda::device_count() >= 0);
   Tensor cpu = ones({2});
+  if (cuda::is_available()) {
+    // With a GPU, only a device index past the last one fails.
+    const Device missing(kCUDA, cuda::device_count());
+    REQUIRE_THROWS_AS(zeros({2}, missing), DeviceError);
+    REQUIRE_THROWS_WITH(zeros({2}, missing), Catch::Contains("out of range"));
+    REQUIRE_THROWS_WITH(cpu.to(missing), Catch::Contains("out of range"));
+    return;
+  }
   auto is_cuda_error = Catch::Contains("CUDA");
 
   REQUIRE_THROWS_AS(zeros({2}, Device(kCUDA)), DeviceError);
@@ -83,4 +88,99 @@ TEST_CASE("asking for CUDA without a usable backend is a DeviceError naming CUDA
   // The CPU tensor is untouched and still usable.
   CHECK(cpu.to_vector<float>() == std::vector<float>{1.f, 1.f});
   CHECK(cpu.cpu().is_same(cpu));
+}
+
+namespace {
+// The reason every CUDA request gives in this build on this machine.
+std::string no_cuda_reason() {
+#ifdef TINYTORCH_HAS_CUDA
+  return "no CUDA device is available, cannot use device cuda:0";
+#else
+  return "tinytorch was built without CUDA, cannot use device cuda:0 (rebuild with -DTINYTORCH_CUDA=ON on a "
+         "machine with nvcc)";
+#endif
+}
+}  // namespace
+
+TEST_CASE("the first CUDA request without a GPU gets an exact message, and nothing changes", "[core][device]") {
+  if (cuda::is_available()) {
+    WARN("skipped: a GPU is visible, so CUDA requests succeed");
+    return;
+  }
+  const std::string why = no_cuda_reason();
+  REQUIRE_THROWS_AS(zeros({2}, kCUDA), DeviceError);
+  REQUIRE_THROWS_WITH(zeros({2}, kCUDA), Catch::EndsWith(": " + why));
+  REQUIRE_THROWS_WITH(ones({2}, TensorOptions(kFloat64).device(kCUDA)), Catch::EndsWith(": " + why));
+
+  Tensor t = tensor({1.0, 2.0, 3.0}, kFloat64).requires_grad_();
+  REQUIRE_THROWS_AS(t.cuda(), DeviceError);
+  REQUIRE_THROWS_WITH(t.cuda(), Catch::Equals("to: " + why));
+  REQUIRE_THROWS_WITH(t.to(Device(kCUDA)), Catch::Equals("to: " + why));
+  CHECK(t.device() == Device(kCPU));
+  CHECK(t.to_vector<double>() == std::vector<double>{1.0, 2.0, 3.0});
+
+  nn::Linear layer(3, 2);
+  Tensor w = layer.weight;
+  layer.weight.set_grad(ones({2, 3}));
+  REQUIRE_THROWS_AS(layer.to(kCUDA), DeviceError);
+  REQUIRE_THROWS_WITH(layer.to(kCUDA), Catch::Equals("Module::to: " + why));
+  REQUIRE_THROWS_WITH(layer.to(Device(kCUDA), kFloat64), Catch::Equals("Module::to: " + why));
+  // A module with no tensors still refuses the device.
+  nn::ReLU relu;
+  REQUIRE_THROWS_WITH(relu.to(kCUDA), Catch::Equals("Module::to: " + why));
+  // Nothing moved: the same parameter, on the CPU, with its gradient.
+  CHECK(layer.weight.is_same(w));
+  CHECK(layer.weight.device() == Device(kCPU));
+  CHECK(layer.weight.dtype() == kFloat32);
+  CHECK(layer.weight.grad().device() == Device(kCPU));
+  REQUIRE_NOTHROW(layer.to(kCPU));
+  CHECK(layer.weight.is_same(w));
+
+  REQUIRE_THROWS_WITH(memory::stats(kCUDA), Catch::EndsWith(": " + why));
+  CHECK_NOTHROW(cuda::empty_cache());  // nothing to release
+  CHECK_FALSE(cuda::is_available());
+}
+
+TEST_CASE("Module::to keeps parameter identity and moves gradients and buffers", "[core][device]") {
+  // Device-independent part (on the CPU): to(dtype) swaps the data under the same handles.
+  nn::Linear layer(3, 2);
+  Tensor w = layer.weight, b = layer.bias;
+  layer.weight.set_grad(ones({2, 3}));
+  layer.to(Device(kCPU), kFloat64);
+  CHECK(layer.weight.is_same(w));
+  CHECK(layer.bias.is_same(b));
+  CHECK(w.dtype() == kFloat64);
+  CHECK(w.requires_grad());
+  CHECK(w.grad().dtype() == kFloat64);
+  CHECK(layer.parameters()[0].is_same(w));
+  REQUIRE_THROWS_AS(layer.to(Device(kCPU), kInt64), DtypeError);
+  CHECK(w.dtype() == kFloat64);
+}
+
+TEST_CASE("Module::to(kCUDA) and an optimizer whose state lives on the GPU", "[core][device][cuda]") {
+  TT_REQUIRE_CUDA();
+  nn::Linear layer(3, 2);
+  Tensor w = layer.weight;
+  optim::Adam opt(layer.parameters(), optim::AdamOptions(0.1));
+  // One step on the CPU, then the model moves: the state follows at the next step.
+  layer.forward(ones({4, 3})).sum().backward();
+  opt.step();
+  layer.to(kCUDA);
+  CHECK(layer.weight.is_same(w));
+  CHECK(w.device() == Device(kCUDA, 0));
+  CHECK(w.grad().device() == Device(kCUDA, 0));
+  CHECK(w.is_leaf());
+  CHECK(w.requires_grad());
+  opt.zero_grad();
+  layer.forward(ones({4, 3}, Device(kCUDA))).sum().backward();
+  opt.step();
+  CHECK(opt.state(w)["exp_avg"].device() == Device(kCUDA, 0));
+  CHECK(opt.state(w)["exp_avg_sq"].device() == Device(kCUDA, 0));
+  // A fresh optimizer creates its buffers on the parameter's device.
+  optim::SGD sgd(layer.parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  sgd.step();
+  CHECK(sgd.state(w)["momentum_buffer"].device() == Device(kCUDA, 0));
+  layer.to(kCPU);
+  CHECK(w.device() == Device(kCPU));
+  CHECK(w.grad().device() == Device(kCPU));
 }

@@ -58,14 +58,3 @@ inline bool same_tensor(const Tensor& a, const Tensor& b) {
 }
 
 }  // namespace tt::testing
-
-// In a [cuda] test: without a GPU, exit with 77 when CTest runs this one test case (it reports a
-// skip), or return with a warning when the whole binary runs, so the other tests still run.
-#define TT_IO_REQUIRE_CUDA()                                                             \
-  do {                                                                                   \
-    if (!::tt::cuda::is_available()) {                                                   \
-      if (::Catch::getCurrentContext().getConfig()->hasTestFilters()) std::exit(77);     \
-      WARN("skipped: no CUDA device");                                                   \
-      return;                                                                            \
-    }                                                                                    \
-  } while (0)

@@ -350,7 +350,7 @@ TEST_CASE("load refuses what is not a regular file", "[io]") {
 }
 
 TEST_CASE("CUDA tensors and modules save and load", "[io][cuda]") {
-  TT_IO_REQUIRE_CUDA();
+  TT_REQUIRE_CUDA();
   TempDir dir;
   std::string path = dir.file("gpu.safetensors");
   nn::StateDict sd;

@@ -124,6 +124,7 @@ class Tensor {
   // --- conversion and copies ------------------------------------------------------------
   Tensor to(ScalarType t, bool copy = false) const;
   Tensor to(Device d, bool copy = false) const;
+  Tensor to(DeviceType d, bool copy = false) const { return to(Device(d), copy); }  // t.to(kCUDA)
   Tensor to(const TensorOptions& o, bool copy = false) const;
   Tensor cpu() const { return to(Device(kCPU)); }
   Tensor cuda(int index = 0) const { return to(Device(kCUDA, index)); }

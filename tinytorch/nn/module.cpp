@@ -182,6 +182,7 @@ void Module::convert(const std::function<Tensor(const Tensor&)>& fn) {
 }
 
 void Module::to(Device device) {
+  check_device_available(device, "Module::to");  // a clear error even for a module with no tensors
   convert([&](const Tensor& t) { return t.to(device); });
 }
 
@@ -191,8 +192,10 @@ void Module::to(ScalarType dtype) {
 }
 
 void Module::to(Device device, ScalarType dtype) {
-  to(device);
-  to(dtype);
+  TT_CHECK_DTYPE(is_floating_point(dtype), "Module::to: modules convert to floating-point dtypes only, got ", dtype);
+  check_device_available(device, "Module::to");
+  // One pass, so that it is all or nothing too; the dtype first, so a narrowing one moves fewer bytes.
+  convert([&](const Tensor& t) { return (t.is_floating_point() ? t.to(dtype) : t).to(device); });
 }
 
 void Module::zero_grad(bool set_to_none) {

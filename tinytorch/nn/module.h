@@ -87,10 +87,12 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  // Moves parameters, their gradients and buffers to a device, in place (same tensors, new data).
-  // All or nothing: if any conversion fails, nothing has changed. Optimizer state is not moved:
-  // build the optimizer after moving the model, or reload it (opt.load_state_dict(opt.state_dict())
-  // converts its state to each parameter's dtype and device).
+  // Moves parameters, their gradients and buffers to a device, in place: every handle to a
+  // parameter (a member, parameters(), an optimizer) sees the new data, as in PyTorch, and each
+  // gradient moves with its parameter. All or nothing: if any conversion fails (no such device,
+  // out of memory), nothing has changed. A device this build or machine cannot use is a
+  // DeviceError ("Module::to: no CUDA device is available, ..."). An optimizer's buffers follow
+  // their parameter at its next step (optim/optimizer.h).
   void to(Device device);
   // Converts floating-point parameters, gradients and buffers to `dtype`; integer and bool
   // buffers are kept as they are (as PyTorch does).

@@ -17,6 +17,7 @@
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/reduction.h"
@@ -36,8 +37,7 @@ void check_floating(const Tensor& x, const char* op) {
 void check_grad_pair(const Tensor& grad, const Tensor& t, const char* op) {
   TT_CHECK_SHAPE(grad.shape() == t.shape(), op, ": grad_out and the saved tensor must have the same shape, got ",
                  grad.shape(), " and ", t.shape());
-  TT_CHECK_DEVICE(grad.device() == t.device(), op, ": expected all tensors to be on the same device, got ",
-                  grad.device(), " and ", t.device());
+  detail::check_same_device(op, {&grad, &t});
 }
 
 // True when a backward must be built from differentiable ops (Note [double backward of fused kernels]).

@@ -29,6 +29,7 @@
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/activation.h"
+#include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/dropout.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
@@ -61,6 +62,7 @@ Geometry check_inputs(const char* op, const Tensor& q, const Tensor& k, const Te
                       bool enable_gqa, double dropout_p, std::optional<double> scale) {
   const Tensor* all[] = {&q, &k, v};
   const char* names[] = {"query", "key", "value"};
+  detail::check_same_device(op, {&q, &k, v, &mask});  // v may be null: skipped
   for (int i = 0; i < 3; ++i) {
     if (all[i] == nullptr) continue;
     const Tensor& t = *all[i];
@@ -70,8 +72,6 @@ Geometry check_inputs(const char* op, const Tensor& q, const Tensor& k, const Te
                    t.dtype());
     TT_CHECK_DTYPE(t.dtype() == q.dtype(), op, ": query, key and value must have one dtype, got ", q.dtype(),
                    " and ", t.dtype(), " (", names[i], ")");
-    TT_CHECK_DEVICE(t.device() == q.device(), op, ": expected all tensors on the same device, got query on ",
-                    q.device(), " and ", names[i], " on ", t.device());
     TT_CHECK_SHAPE(t.dim() == q.dim(), op, ": query, key and value must have the same number of dims, got ",
                    q.shape(), " and ", t.shape(), " (", names[i], ")");
   }
@@ -112,8 +112,6 @@ Geometry check_inputs(const char* op, const Tensor& q, const Tensor& k, const Te
     TT_CHECK_DTYPE(mask.dtype() == kBool || mask.dtype() == q.dtype(), op,
                    ": attn_mask must be bool (true = may attend) or the query's dtype ", q.dtype(),
                    " (added to the scores), got ", mask.dtype());
-    TT_CHECK_DEVICE(mask.device() == q.device(), op, ": attn_mask must be on the query's device ", q.device(),
-                    ", got ", mask.device());
     const Shape target = g.scores_shape(q.shape());
     bool ok = mask.dim() <= target.size();
     for (int i = 1; ok && i <= mask.dim(); ++i) {

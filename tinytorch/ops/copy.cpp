@@ -11,6 +11,31 @@
 namespace tt {
 
 namespace detail {
+namespace {
+// Device of the first defined tensor in [begin, end), checked against the rest.
+template <typename It, typename Get>
+void check_devices_in(const char* op, It begin, It end, Get get) {
+  const Tensor* first = nullptr;
+  for (It it = begin; it != end; ++it) {
+    const Tensor* t = get(*it);
+    if (t == nullptr || !t->defined()) continue;
+    if (first == nullptr) {
+      first = t;
+      continue;
+    }
+    TT_CHECK_DEVICE(t->device() == first->device(), op, ": expected all tensors on the same device, got ",
+                    first->device(), " and ", t->device());
+  }
+}
+}  // namespace
+
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  check_devices_in(op, tensors.begin(), tensors.end(), [](const Tensor* t) { return t; });
+}
+void check_same_device(const char* op, const std::vector<Tensor>& tensors) {
+  check_devices_in(op, tensors.begin(), tensors.end(), [](const Tensor& t) { return &t; });
+}
+
 void check_writable(const Tensor& t, const char* op) {
   for (int d = 0; d < t.dim(); ++d)
     TT_CHECK(!(t.stride(d) == 0 && t.size(d) > 1), op,

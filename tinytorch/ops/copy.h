@@ -1,6 +1,9 @@
 // Copies and conversions: to(dtype/device), contiguous, clone, copy_, fill_.
 #pragma once
 
+#include <initializer_list>
+#include <vector>
+
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
@@ -14,6 +17,11 @@ Tensor& copy_(Tensor& dst, const Tensor& src);
 Tensor& fill_(Tensor& t, Scalar value);
 
 namespace detail {
+// The device check of every op taking two tensors or more, run before any kernel reads them:
+// throws DeviceError "matmul: expected all tensors on the same device, got cuda:0 and cpu" unless
+// every defined tensor is on the device of the first defined one (undefined ones are skipped).
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors);
+void check_same_device(const char* op, const std::vector<Tensor>& tensors);
 // Throws unless writing to every element of t touches distinct memory (no expanded dims).
 void check_writable(const Tensor& t, const char* op);
 // Note [overlapping in-place operands]: an in-place op (copy_, add_, scatter_add_, ...) reads

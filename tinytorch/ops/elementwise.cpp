@@ -29,17 +29,11 @@ ScalarType combine(ScalarType dim_type, ScalarType other, bool other_is_scalar_v
 // A one-element CPU tensor holding a scalar operand (see Backend::binary).
 Tensor wrapped_scalar(Scalar s, ScalarType dtype) { return full({}, s, TensorOptions(dtype)); }
 
-void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
-  TT_CHECK_DEVICE(a.device() == b.device(), op,
-                  ": expected all tensors to be on the same device, but found at least two devices, ",
-                  a.device(), " and ", b.device());
-}
-
 Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = op_name(op);
   bool a_scalar = a.dim() == 0 && a.device().is_cpu() && b.device() != a.device();
   bool b_scalar = b.dim() == 0 && b.device().is_cpu() && a.device() != b.device();
-  if (!a_scalar && !b_scalar) check_same_device(a, b, name);
+  if (!a_scalar && !b_scalar) detail::check_same_device(name, {&a, &b});
   if (op == BinaryOp::Sub) detail::check_sub_dtypes(a.dtype(), b.dtype());
   ScalarType common = result_type(a, b);
   if (op == BinaryOp::Div && !is_floating_point(common)) common = kFloat32;
@@ -333,8 +327,7 @@ Tensor relu(const Tensor& a) { return unary_op(UnaryOp::Relu, a); }
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   TT_CHECK_DTYPE(cond.dtype() == kBool, "where: expected condition to be a bool tensor, got dtype ",
                  cond.dtype());
-  check_same_device(cond, a, "where");
-  check_same_device(a, b, "where");
+  detail::check_same_device("where", {&cond, &a, &b});
   ScalarType common = result_type(a, b);
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = empty(shape, a.options().dtype(common));
@@ -369,7 +362,7 @@ Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other) {
   TT_CHECK_DTYPE(can_cast(rt, self.dtype()), name, "_: result type ", rt,
                  " can't be cast to the desired output type ", self.dtype());
   bool other_scalar = other.dim() == 0 && other.device().is_cpu();
-  if (!other_scalar) check_same_device(self, other, name);
+  if (!other_scalar) check_same_device(name, {&self, &other});
   TT_CHECK_SHAPE(broadcast_shapes(self.shape(), other.shape(), name) == self.shape(), name,
                  "_: output with shape ", self.shape(), " doesn't match the broadcast shape of ",
                  self.shape(), " and ", other.shape());

@@ -6,6 +6,7 @@
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/indexing.h"
@@ -77,8 +78,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
                  weight.dtype() == kInt64 ? " (the arguments are embedding(weight, indices), as torch.embedding)" : "");
   TT_CHECK_SHAPE(weight.dim() == 2, "embedding: expected a weight of shape [num_embeddings, embedding_dim], got ",
                  weight.shape());
-  TT_CHECK_DEVICE(weight.device() == indices.device(), "embedding: expected the weight and the indices on the "
-                  "same device, got ", weight.device(), " and ", indices.device());
+  detail::check_same_device("embedding", {&weight, &indices});
   const int64_t V = weight.size(0), E = weight.size(1);
   int64_t pad = -1;
   if (padding_idx) {

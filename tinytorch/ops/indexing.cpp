@@ -21,10 +21,6 @@ void check_index(const Tensor& index, int64_t size, const char* op, int dim) {
   TT_CHECK_INDEX(lo >= 0 && hi < size, op, ": index ", (lo < 0 ? lo : hi),
                  " is out of bounds for dimension ", dim, " with size ", size);
 }
-void check_devices(const Tensor& a, const Tensor& b, const char* op) {
-  TT_CHECK_DEVICE(a.device() == b.device(), op, ": expected all tensors on the same device, got ",
-                  a.device(), " and ", b.device());
-}
 }  // namespace
 
 using autograd::SavedVariable;
@@ -71,7 +67,7 @@ struct ScatterAdd {
 
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   TT_CHECK_INDEX(index.dim() <= 1, "index_select: index must be 0-d or 1-d, got shape ", index.shape());
-  check_devices(t, index, "index_select");
+  detail::check_same_device("index_select", {&t, &index});
   int d = wrap_dim(dim, t.dim(), "index_select");
   check_index(index, t.dim() ? t.size(d) : 1, "index_select", d);
   Shape shape = t.shape();
@@ -86,7 +82,7 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
 }
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
-  check_devices(t, index, "gather");
+  detail::check_same_device("gather", {&t, &index});
   int d = wrap_dim(dim, t.dim(), "gather");
   TT_CHECK_SHAPE(index.dim() == t.dim(), "gather: index tensor must have the same number of dimensions "
                  "as the input, got ", index.shape(), " and ", t.shape());
@@ -104,6 +100,7 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
 }
 
 Tensor& scatter_add_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::check_same_device("scatter_add_", {&t, &index, &src});  // before clone(t) runs a kernel
   if (detail::inplace_needs_history(t, {&src}))  // Note [in-place ops and autograd]
     return detail::adopt_result(t, scatter_add(clone(t), dim, index, src), "scatter_add_");
   scatter_add_kernel(t, dim, index, src);
@@ -111,8 +108,7 @@ Tensor& scatter_add_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& 
 }
 
 Tensor scatter_add_kernel(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_devices(t, index, "scatter_add_");
-  check_devices(t, src, "scatter_add_");
+  detail::check_same_device("scatter_add_", {&t, &index, &src});
   int d = wrap_dim(dim, t.dim(), "scatter_add_");
   TT_CHECK_DTYPE(src.dtype() == t.dtype(), "scatter_add_: expected src dtype ", t.dtype(), ", got ", src.dtype());
   TT_CHECK_SHAPE(index.dim() == t.dim() && src.dim() == t.dim(), "scatter_add_: index and src must have "
@@ -133,6 +129,7 @@ Tensor scatter_add_kernel(Tensor& t, int64_t dim, const Tensor& index, const Ten
 }
 
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
+  detail::check_same_device("scatter_add", {&t, &index, &src});  // before clone(t) runs a kernel
   Tensor out;
   {
     NoGradGuard no_grad;
@@ -148,7 +145,7 @@ Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tens
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {
   TT_CHECK_DTYPE(mask.dtype() == kBool, "masked_fill: expected a bool mask, got dtype ", mask.dtype());
-  check_devices(t, mask, "masked_fill");
+  detail::check_same_device("masked_fill", {&t, &mask});
   Shape b = broadcast_shapes(t.shape(), mask.shape(), "masked_fill");
   TT_CHECK_SHAPE(b == t.shape(), "masked_fill: mask of shape ", mask.shape(),
                  " must broadcast to the input's shape ", t.shape());

@@ -36,6 +36,7 @@ struct Cat {
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   TT_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
+  detail::check_same_device("cat", tensors);
   // Legacy PyTorch rule: 1-d tensors of size 0 are skipped whatever the others' shapes.
   std::vector<const Tensor*> parts;
   for (const Tensor& t : tensors)
@@ -48,8 +49,6 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   int64_t total = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& t = *parts[i];
-    TT_CHECK_DEVICE(t.device() == ref.device(), "cat: expected all tensors to be on the same device, got ",
-                    ref.device(), " and ", t.device(), " (tensor ", i, ")");
     TT_CHECK_SHAPE(t.dim() == ref.dim(), "cat: tensors must have the same number of dimensions, got ",
                    ref.shape(), " and ", t.shape(), " (tensor ", i, ")");
     for (int k = 0; k < t.dim(); ++k)

@@ -13,8 +13,7 @@ namespace tt {
 namespace {
 
 void check_operands(const Tensor& a, const Tensor& b, const char* op) {
-  TT_CHECK_DEVICE(a.device() == b.device(), op, ": expected both operands on the same device, got ",
-                  a.device(), " and ", b.device());
+  detail::check_same_device(op, {&a, &b});
   TT_CHECK_DTYPE(a.dtype() == b.dtype(), op, ": expected both operands to have the same dtype, got ",
                  a.dtype(), " and ", b.dtype());
   TT_CHECK_DTYPE(a.dtype() != kBool, op, ": not supported for bool tensors");
@@ -104,6 +103,7 @@ struct Linear {
 
 // x: [*, in], w: [out, in], b: [out] -> [*, out]
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  detail::check_same_device("linear", {&x, &w, &b});
   check_operands(x, w, "linear");
   TT_CHECK_SHAPE(x.dim() >= 1 && w.dim() == 2, "linear: expected input [*, in] and weight [out, in], got ",
                  x.shape(), " and ", w.shape());

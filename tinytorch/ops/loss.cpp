@@ -26,6 +26,7 @@
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/activation.h"
+#include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/indexing.h"
@@ -53,8 +54,7 @@ void check_input(const Tensor& input, const char* op) {
 
 // A float tensor paired with the input (a target, a weight): same dtype and device.
 void check_float_operand(const Tensor& t, const Tensor& input, const char* op, const char* what) {
-  TT_CHECK_DEVICE(t.device() == input.device(), op, ": ", what, " must be on the input's device ", input.device(),
-                  ", got ", t.device());
+  detail::check_same_device(op, {&input, &t});
   TT_CHECK_DTYPE(t.dtype() == input.dtype(), op, ": ", what, " must have the input's dtype ", input.dtype(), ", got ",
                  t.dtype(), "; convert it with .to(", input.dtype(), ")");
 }
@@ -105,8 +105,7 @@ Shape class_index_target_shape(const Tensor& input) {
 
 // The shapes and dtypes of class-index targets (cross_entropy, nll_loss).
 void check_class_index_target(const Tensor& input, const Tensor& target, const char* op) {
-  TT_CHECK_DEVICE(target.device() == input.device(), op, ": target must be on the input's device ", input.device(),
-                  ", got ", target.device());
+  detail::check_same_device(op, {&input, &target});
   TT_CHECK_DTYPE(target.dtype() == kInt64, op, ": class-index targets must be int64, got ", target.dtype(),
                  " of shape ", target.shape(), " for input ", input.shape(),
                  (target.is_floating_point() ? "; a float target is read as class probabilities only when it has "

@@ -23,6 +23,7 @@
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/reduction.h"
@@ -49,6 +50,7 @@ Rows check_inputs(const char* op, const Tensor& x, const Shape& normalized_shape
   for (int i = 0; i < k && match; ++i) match = x.size(nd - k + i) == normalized_shape[i];
   TT_CHECK_SHAPE(match, op, ": normalized_shape must equal the last ", k, " dims of the input, got normalized_shape ",
                  normalized_shape, " and input of shape ", x.shape());
+  detail::check_same_device(op, {&x, &weight, &bias});
   for (const Tensor* p : {&weight, &bias}) {
     if (!p->defined()) continue;
     const char* what = p == &weight ? "weight" : "bias";
@@ -56,8 +58,6 @@ Rows check_inputs(const char* op, const Tensor& x, const Shape& normalized_shape
                    normalized_shape, ", got ", p->shape());
     TT_CHECK_DTYPE(p->dtype() == x.dtype(), op, ": ", what, " must have the input's dtype ", x.dtype(), ", got ",
                    p->dtype());
-    TT_CHECK_DEVICE(p->device() == x.device(), op, ": expected all tensors to be on the same device, got input on ",
-                    x.device(), " and ", what, " on ", p->device());
   }
   TT_CHECK(eps >= 0, op, ": eps must be >= 0, got ", eps);
   Rows rows;

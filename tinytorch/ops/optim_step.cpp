@@ -17,8 +17,7 @@ void check_param_and_grad(const Tensor& param, const Tensor& grad, const char* o
                  ": parameters must be float32 or float64, got ", param.dtype());
   TT_CHECK_DTYPE(grad.dtype() == param.dtype(), op, ": the gradient must have the parameter's dtype, got ",
                  grad.dtype(), " for a ", param.dtype(), " parameter");
-  TT_CHECK_DEVICE(grad.device() == param.device(), op, ": the gradient must be on the parameter's device, got ",
-                  grad.device(), " for a parameter on ", param.device());
+  check_same_device(op, {&param, &grad});
   TT_CHECK_SHAPE(grad.shape() == param.shape(), op, ": the gradient must have the parameter's shape, got ",
                  grad.shape(), " for a parameter of shape ", param.shape());
   check_writable(param, op);
@@ -30,8 +29,7 @@ void check_state(const Tensor& param, const Tensor& s, const char* op, const cha
   TT_CHECK(s.defined(), op, ": the state tensor ", name, " is undefined");
   TT_CHECK_DTYPE(s.dtype() == param.dtype(), op, ": ", name, " must have the parameter's dtype, got ", s.dtype(),
                  " for a ", param.dtype(), " parameter");
-  TT_CHECK_DEVICE(s.device() == param.device(), op, ": ", name, " must be on the parameter's device, got ",
-                  s.device(), " for a parameter on ", param.device());
+  check_same_device(op, {&param, &s});
   TT_CHECK_SHAPE(s.shape() == param.shape(), op, ": ", name, " must have the parameter's shape, got ", s.shape(),
                  " for a parameter of shape ", param.shape());
   TT_CHECK(s.is_contiguous(), op, ": ", name, " must be contiguous, got strides ", s.strides());

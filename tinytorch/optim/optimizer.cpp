@@ -127,7 +127,15 @@ const nn::StateDict& Optimizer::state(const Tensor& param) const {
   return it == state_.end() ? kEmpty : it->second;
 }
 
-nn::StateDict& Optimizer::mutable_state(const Tensor& param) { return state_[param.unsafe_impl()]; }
+nn::StateDict& Optimizer::mutable_state(const Tensor& param) {
+  nn::StateDict& st = state_[param.unsafe_impl()];
+  for (auto& [key, t] : st) {
+    if (key == "step" || !t.defined() || t.device() == param.device()) continue;
+    NoGradGuard no_grad;
+    t = t.to(param.device());
+  }
+  return st;
+}
 
 // --- state dicts (Note [optimizer state dict]) ---------------------------------------------------
 nn::StateDict Optimizer::state_dict() const {

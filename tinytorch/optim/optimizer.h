@@ -13,6 +13,11 @@
 // per-parameter state (momentum buffers, moments, step counts) is created at a parameter's first
 // update. The arithmetic is one fused kernel per parameter (ops/optim_step.h). Options are
 // checked as PyTorch checks them, when a group is added and again before each step.
+// Devices: a parameter's buffers (momentum_buffer, exp_avg, ...) live on its device: they are
+// created there, converted there by load_state_dict, and follow it when the model is moved after
+// some steps (Module::to keeps the parameter objects, so the state stays attached). The step
+// count is a 0-d CPU tensor, as in PyTorch: bias corrections are computed on the host, and a
+// device count would cost a synchronization per parameter per step.
 // Not here: closures for step(), sparse gradients, foreach/capturable/differentiable modes.
 //
 // Note [optimizer state dict]: state_dict() is a flat nn::StateDict, so a checkpoint writer can
@@ -140,7 +145,8 @@ class Optimizer {
   Optimizer(std::string name, const std::vector<OptimizerParamGroup>& groups,
             std::unique_ptr<OptimizerOptions> defaults);
 
-  // The state of `param`, created empty on first use.
+  // The state of `param`, created empty on first use; buffers left on another device (the model
+  // was moved after some steps) are moved to the parameter's device first.
   nn::StateDict& mutable_state(const Tensor& param);
   // Checks every group's options; step() calls it before updating anything.
   void check_options() const;

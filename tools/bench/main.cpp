@@ -36,14 +36,17 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_bench.h"
 #include "harness.h"
 
 namespace {
 
 void usage() {
   std::printf(
-      "usage: tt_bench [--list] [--filter REGEX] [--rounds N] [--warmup N] [--threads N]\n"
-      "                [--impls a,b,...] [--pin IMPL=N] [--fail-on-miss] [--ops N]\n"
+      "usage: tt_bench [--device cpu|cuda] [--list] [--filter REGEX] [--rounds N] [--warmup N]\n"
+      "                [--threads N] [--impls a,b,...] [--pin IMPL=N] [--fail-on-miss] [--ops N]\n"
+      "  --device D      cpu (default): these workloads; cuda: the GPU workloads (cuda_bench.cpp,\n"
+      "                  `tt_bench --device cuda --help` for their flags)\n"
       "  --list          print the workloads and which impls run each, then exit\n"
       "  --filter REGEX  run only workloads whose name matches (std::regex, search)\n"
       "  --rounds N      interleaved rounds per workload (default: per workload)\n"
@@ -100,6 +103,15 @@ void describe_all(const std::vector<ttbench::Impl>& compiled, const char* when) 
 }  // namespace
 
 int main(int argc, char** argv) try {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) != "--device") continue;
+    const std::string device = argv[i + 1];
+    if (device == "cuda") return ttbench::cuda_bench::run(argc, argv);
+    if (device != "cpu") {
+      std::fprintf(stderr, "tt_bench: --device wants cpu or cuda, got '%s'\n", device.c_str());
+      return 2;
+    }
+  }
   ttbench::Options opts;
   int threads = int(std::thread::hardware_concurrency());
   if (threads <= 0) threads = 2;
@@ -119,6 +131,8 @@ int main(int argc, char** argv) try {
     if (arg == "--help" || arg == "-h") {
       usage();
       return 0;
+    } else if (arg == "--device") {
+      value();  // cpu: handled before this loop
     } else if (arg == "--list") {
       list = true;
     } else if (arg == "--filter") {

@@ -1,0 +1,270 @@
+// The CUDA flash-attention kernels (backend/cuda/flash_attention_*.cu, flash_decode.cu) against the
+// CPU flash kernel and the CUDA math path: random shapes across tile edges (odd lengths, Tq != Tk),
+// every mask kind, causal, GQA/MQA, head dims 32/64/128 (tiled kernels) and others (generic),
+// float64, TF32 mode, split-K decode, rows with nothing to attend to, and O(N) device memory at
+// [1, 16, 16384, 64]. The kernels are also called directly with NaN-poisoned out and lse, so an
+// element a kernel forgets to write fails.
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "test_util.h"
+#include "tinytorch/backend/backend.h"
+
+using namespace tt;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+const Device& gpu() {
+  static const Device d(kCUDA, 0);
+  return d;
+}
+
+// Sets TF32 mode for the scope.
+class Tf32Scope {
+ public:
+  explicit Tf32Scope(bool on) : saved_(cuda::allow_tf32()) { cuda::set_allow_tf32(on); }
+  ~Tf32Scope() { cuda::set_allow_tf32(saved_); }
+
+ private:
+  bool saved_;
+};
+
+struct Result {
+  Tensor out, dq, dk, dv;
+};
+
+Result run(SDPBackend backend, const Tensor& q0, const Tensor& k0, const Tensor& v0, const Tensor& up,
+           const Tensor& mask, bool causal, bool gqa) {
+  SdpaKernelGuard guard(backend);
+  Tensor q = q0.detach().requires_grad_(), k = k0.detach().requires_grad_(), v = v0.detach().requires_grad_();
+  Tensor out = scaled_dot_product_attention(q, k, v, mask, 0.0, causal, std::nullopt, gqa);
+  out.backward(up);
+  return {out.detach().cpu(), q.grad().cpu(), k.grad().cpu(), v.grad().cpu()};
+}
+
+// max |a - b| / max(max |b|, 1) in float64 (as tests/ops/test_flash_attention.cpp).
+double rel_err(const Tensor& a, const Tensor& b) {
+  const Tensor a64 = a.cpu().to(kFloat64), b64 = b.cpu().to(kFloat64);
+  return (a64 - b64).abs().max().item<double>() / std::max(b64.abs().max().item<double>(), 1.0);
+}
+
+bool no_nan(const Tensor& t) {
+  const Tensor c = t.cpu();
+  return eq(c, c).to(kInt64).sum().item<int64_t>() == c.numel();
+}
+
+// The mask kinds of the CPU suite: 0 none, 1 bool [Tq, Tk], 2 float [B, 1, Tq, Tk] with -inf,
+// 3 bool key padding [B, 1, 1, Tk], 4 bool [Tq, Tk] with whole rows false.
+Tensor make_mask(int kind, int64_t B, int64_t Tq, int64_t Tk) {
+  if (kind == 1) return rand({Tq, Tk}) > 0.2;
+  if (kind == 2) return masked_fill(randn({B, 1, Tq, Tk}), rand({B, 1, Tq, Tk}) > 0.8, -kInf);
+  if (kind == 3) return rand({B, 1, 1, Tk}) > 0.1;
+  if (kind == 4) {  // about a quarter of the rows hidden entirely
+    std::mt19937 rng(uint32_t(Tq * 131 + Tk));
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    std::vector<float> allowed(size_t(Tq * Tk));
+    for (int64_t i = 0; i < Tq; ++i) {
+      const bool hidden = u(rng) < 0.25f;
+      for (int64_t j = 0; j < Tk; ++j) allowed[size_t(i * Tk + j)] = !hidden && u(rng) > 0.3f ? 1.f : 0.f;
+    }
+    return tensor(allowed, {Tq, Tk}) > 0.5;
+  }
+  return Tensor();
+}
+
+// The mask as the kernels' additive bias, on `device`, expanded (stride 0) to [B, Hq, Tq, Tk].
+Tensor bias_of(const Tensor& mask, ScalarType dtype, const Device& device, const Shape& shape) {
+  if (!mask.defined()) return Tensor();
+  Tensor b = mask.dtype() == kBool ? where(mask, zeros({}, TensorOptions().dtype(dtype)), -kInf) : mask.to(dtype);
+  return expand(b.to(device), shape);
+}
+
+struct Shape5 {
+  int64_t B, Hkv, G, Tq, Tk, D, Dv;
+};
+
+// Calls both backends' flash kernels directly (out and lse poisoned with NaN on the GPU) and
+// checks the CUDA results against the CPU's: out, lse, dq, dk, dv.
+void check_kernels_direct(const Shape5& s, bool causal, int mask_kind, ScalarType dtype, double tol) {
+  const int64_t Hq = s.Hkv * s.G;
+  const TensorOptions o = TensorOptions().dtype(dtype);
+  const Tensor q = randn({s.B, Hq, s.Tq, s.D}, o), k = randn({s.B, s.Hkv, s.Tk, s.D}, o),
+               v = randn({s.B, s.Hkv, s.Tk, s.Dv}, o), up = randn({s.B, Hq, s.Tq, s.Dv}, o);
+  const Tensor mask = make_mask(mask_kind, s.B, s.Tq, s.Tk);
+  const Shape scores{s.B, Hq, s.Tq, s.Tk};
+  AttentionArgs args;
+  args.scale = 1.0 / std::sqrt(double(s.D));
+  args.causal = causal;
+  Tensor want[5], got[5];  // out, lse, dq, dk, dv
+  for (int dev = 0; dev < 2; ++dev) {
+    const Device d = dev == 0 ? Device(kCPU) : gpu();
+    const TensorOptions od = o.device(d);
+    const Tensor qd = q.to(d), kd = k.to(d), vd = v.to(d), upd = up.to(d);
+    const Tensor bias = bias_of(mask, dtype, d, scores);
+    Tensor out = full({s.B, Hq, s.Tq, s.Dv}, std::nan(""), od);
+    Tensor lse = full({s.B, Hq, s.Tq}, std::nan(""), od);
+    Backend& be = backend_for(d);
+    be.flash_attention_forward(out, lse, qd, kd, vd, bias, args);
+    Tensor dq = zeros({s.B, Hq, s.Tq, s.D}, od), dk = zeros({s.B, s.Hkv, s.Tk, s.D}, od),
+           dv = zeros({s.B, s.Hkv, s.Tk, s.Dv}, od);
+    be.flash_attention_backward(dq, dk, dv, upd, qd, kd, vd, out, lse, bias, args);
+    Tensor* r = dev == 0 ? want : got;
+    r[0] = out.cpu();
+    r[1] = lse.cpu();
+    r[2] = dq.cpu();
+    r[3] = dk.cpu();
+    r[4] = dv.cpu();
+  }
+  const char* names[] = {"out", "lse", "dq", "dk", "dv"};
+  for (int i = 0; i < 5; ++i) {
+    INFO(names[i]);
+    if (i == 1) {
+      CHECK(testing::allclose(got[1], want[1], tol, tol));  // -inf rows must match exactly
+    } else {
+      CHECK(no_nan(got[i]));
+      CHECK(rel_err(got[i], want[i]) < tol);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda flash kernels equal the CPU flash kernels (poisoned outputs)", "[cuda][attention][flash]") {
+  TT_REQUIRE_CUDA();
+  std::mt19937 rng(4321);
+  auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  const int64_t dims[] = {32, 64, 128};
+  for (int trial = 0; trial < 30; ++trial) {
+    const int64_t D = trial < 24 ? dims[trial % 3] : pick(1, 80);  // the last ones: the generic kernels
+    const int64_t Dv = trial < 24 ? D : pick(1, 80);
+    const int64_t Tq = trial % 7 == 0 ? pick(1, 4) : pick(1, 200), Tk = trial % 4 == 0 ? Tq : pick(1, 300);
+    const Shape5 s{pick(1, 2), pick(1, 2), pick(1, 3), Tq, trial % 7 == 0 ? Tk + 600 : Tk, D, Dv};
+    const bool causal = trial % 2 == 1;
+    const int mask_kind = (trial / 2) % 5;
+    manual_seed(uint64_t(100 + trial));
+    INFO("trial " << trial << ": B " << s.B << " Hkv " << s.Hkv << " G " << s.G << " Tq " << s.Tq << " Tk " << s.Tk
+                  << " D " << s.D << " Dv " << s.Dv << " causal " << causal << " mask " << mask_kind);
+    check_kernels_direct(s, causal, mask_kind, kFloat32, 1e-5);
+  }
+}
+
+TEST_CASE("cuda flash kernels in float64 (generic and decode paths)", "[cuda][attention][flash]") {
+  TT_REQUIRE_CUDA();
+  manual_seed(7);
+  check_kernels_direct({2, 2, 2, 77, 130, 24, 40}, true, 1, kFloat64, 1e-10);
+  check_kernels_direct({1, 2, 3, 70, 45, 64, 64}, false, 4, kFloat64, 1e-10);
+  check_kernels_direct({2, 1, 4, 3, 1500, 64, 64}, false, 2, kFloat64, 1e-10);  // split-K decode
+}
+
+TEST_CASE("cuda flash: split-K decode, one query against a long KV cache", "[cuda][attention][flash]") {
+  TT_REQUIRE_CUDA();
+  manual_seed(8);
+  for (int mask_kind : {0, 2, 3, 4}) {
+    INFO("mask " << mask_kind);
+    check_kernels_direct({2, 4, 1, 1, 5000, 64, 64}, false, mask_kind, kFloat32, 1e-5);
+    check_kernels_direct({1, 2, 4, 4, 3000, 128, 128}, mask_kind == 0, mask_kind, kFloat32, 1e-5);
+    check_kernels_direct({1, 1, 8, 2, 2049, 40, 24}, false, mask_kind, kFloat32, 1e-5);  // MQA, generic D
+  }
+}
+
+TEST_CASE("cuda flash: TF32 mode within 2e-3 of the CPU", "[cuda][attention][flash]") {
+  TT_REQUIRE_CUDA();
+  Tf32Scope tf32(true);
+  manual_seed(9);
+  const int64_t dims[] = {32, 64, 128};
+  for (int trial = 0; trial < 9; ++trial) {
+    const int64_t D = dims[trial % 3];
+    INFO("trial " << trial << " D " << D);
+    check_kernels_direct({1, 2, 1 + trial % 2, 65 + 31 * trial, 100 + 47 * trial, D, D}, trial % 2 == 0,
+                         trial % 5, kFloat32, 2e-3);
+  }
+}
+
+TEST_CASE("cuda flash equals the cuda math path through scaled_dot_product_attention", "[cuda][attention][flash]") {
+  TT_REQUIRE_CUDA();
+  std::mt19937 rng(99);
+  auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t B = pick(1, 2), Hkv = pick(1, 2), G = pick(1, 3), Hq = Hkv * G;
+    const int64_t D = trial % 4 == 3 ? 48 : 32 << (trial % 3);
+    const int64_t Tq = pick(1, 190), Tk = trial % 3 == 0 ? Tq : pick(1, 260);
+    const bool causal = trial % 2 == 0;
+    const int mask_kind = trial % 5;
+    manual_seed(uint64_t(200 + trial));
+    const Tensor q = randn({B, Hq, Tq, D}), k = randn({B, Hkv, Tk, D}), v = randn({B, Hkv, Tk, D});
+    const Tensor up = randn({B, Hq, Tq, D});
+    const Tensor mask = make_mask(mask_kind, B, Tq, Tk);
+    const Tensor mask_gpu = mask.defined() ? mask.to(gpu()) : mask;
+    INFO("trial " << trial << ": q " << q.shape() << " k " << k.shape() << " causal " << causal << " mask "
+                  << mask_kind);
+    const Result cpu = run(SDPBackend::Flash, q, k, v, up, mask, causal, G > 1);
+    const Result math = run(SDPBackend::Math, q.to(gpu()), k.to(gpu()), v.to(gpu()), up.to(gpu()), mask_gpu, causal,
+                            G > 1);
+    const Result got = run(SDPBackend::Flash, q.to(gpu()), k.to(gpu()), v.to(gpu()), up.to(gpu()), mask_gpu, causal,
+                           G > 1);
+    CHECK(rel_err(got.out, cpu.out) < 1e-5);
+    CHECK(rel_err(got.out, math.out) < 1e-5);
+    CHECK(rel_err(got.dq, math.dq) < 1e-5);
+    CHECK(rel_err(got.dk, math.dk) < 1e-5);
+    CHECK(rel_err(got.dv, math.dv) < 1e-5);
+    CHECK(rel_err(got.dq, cpu.dq) < 1e-5);
+    for (const Tensor& t : {got.out, got.dq, got.dk, got.dv}) CHECK(no_nan(t));
+  }
+}
+
+TEST_CASE("cuda flash: rows with nothing to attend to give zeros and lse -inf", "[cuda][attention][flash]") {
+  TT_REQUIRE_CUDA();
+  const TensorOptions o = TensorOptions().device(gpu());
+  const Tensor q = randn({1, 2, 70, 64}).to(gpu()), k = randn({1, 2, 90, 64}).to(gpu()),
+               v = randn({1, 2, 90, 64}).to(gpu());
+  std::vector<float> b(70 * 90, 0.f);
+  for (int64_t i = 0; i < 70; i += 3)  // rows 0, 3, 6, ... hidden
+    for (int64_t j = 0; j < 90; ++j) b[size_t(i * 90 + j)] = -std::numeric_limits<float>::infinity();
+  const Tensor full_bias = expand(tensor(b, {70, 90}).to(gpu()), {1, 2, 70, 90});
+  AttentionArgs args;
+  args.scale = 0.125;
+  Tensor out = full({1, 2, 70, 64}, std::nan(""), o), lse = full({1, 2, 70}, std::nan(""), o);
+  backend_for(gpu()).flash_attention_forward(out, lse, q, k, v, full_bias, args);
+  const Tensor oc = out.cpu(), lc = lse.cpu();
+  CHECK(no_nan(oc));
+  for (int64_t i = 0; i < 70; i += 3) {
+    CHECK(oc.select(2, i).abs().max().item<float>() == 0.f);
+    CHECK(lc.select(2, i).max().item<float>() == -std::numeric_limits<float>::infinity());
+  }
+  Tensor dq = zeros({1, 2, 70, 64}, o), dk = zeros({1, 2, 90, 64}, o), dv = zeros({1, 2, 90, 64}, o);
+  backend_for(gpu()).flash_attention_backward(dq, dk, dv, randn({1, 2, 70, 64}).to(gpu()), q, k, v, out, lse,
+                                              full_bias, args);
+  for (const Tensor& t : {dq, dk, dv}) CHECK(no_nan(t));
+  for (int64_t i = 0; i < 70; i += 3) CHECK(dq.cpu().select(2, i).abs().max().item<float>() == 0.f);
+}
+
+TEST_CASE("cuda flash: device memory stays linear at [1, 16, 16384, 64]", "[cuda][attention][flash][slow]") {
+  TT_REQUIRE_CUDA();
+  const int64_t B = 1, H = 16, N = 16384, D = 64;
+  const int64_t io_bytes = B * H * N * D * 4;  // one of q, k, v, dout, out, dq, dk, dv
+  manual_seed(11);
+  const Tensor q = randn({B, H, N, D}).to(gpu()).requires_grad_(), k = randn({B, H, N, D}).to(gpu()).requires_grad_(),
+               v = randn({B, H, N, D}).to(gpu()).requires_grad_();
+  const Tensor up = randn({B, H, N, D}).to(gpu());
+  SdpaKernelGuard guard(SDPBackend::Flash);
+  cuda::synchronize();
+  memory::reset_peak_stats(gpu());
+  const int64_t before = memory::stats(gpu()).allocated_bytes;
+  {
+    Tensor out = scaled_dot_product_attention(q, k, v, {}, 0.0, false);
+    out.backward(up);
+    cuda::synchronize();
+  }
+  const int64_t peak_extra = memory::stats(gpu()).peak_allocated_bytes - before;
+  // out and the three gradients, the logsumexp [B, H, N], and 64 MB for the rest (the math path
+  // would hold B*H*N*N*4 = 16 GiB of weights).
+  const int64_t bound = 4 * io_bytes + B * H * N * 4 + (int64_t(64) << 20);
+  INFO("peak beyond the inputs: " << peak_extra << " bytes, bound " << bound << " bytes");
+  CHECK(peak_extra <= bound);
+  CHECK(peak_extra >= 4 * io_bytes);
+  CHECK(no_nan(q.grad().sum()));
+}

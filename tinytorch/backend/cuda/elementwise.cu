@@ -1,0 +1,191 @@
+// CUDA elementwise kernels, twin of cpu/elementwise.cpp: copy (with dtype conversion), fill,
+// unary, binary, where, arange and transfer. The scalar math is functors.h's, shared with the
+// CPU; every map runs through launch_map (loop.cuh): one vectorized kernel for contiguous
+// same-shaped operands (Note [contiguous fast path]), the strided engine for views and
+// broadcasts. Not here: activations (activation.cu), random numbers (random.cu).
+#include "tinytorch/backend/cuda/check.h"
+#include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/loop.cuh"
+#include "tinytorch/backend/functors.h"
+
+namespace tt::cuda {
+
+namespace {
+
+// static_cast to out_t: copy's dtype conversion, the same rule as the CPU (bool <-> numbers).
+template <typename out_t>
+struct CastTo {
+  template <typename T>
+  TT_HOST_DEVICE out_t operator()(T v) const { return static_cast<out_t>(v); }
+};
+
+// fill's value, fixed on the host.
+template <typename T>
+struct Constant {
+  T value;
+  TT_HOST_DEVICE T operator()() const { return value; }
+};
+
+// where: cond ? a : b.
+struct Select {
+  template <typename T>
+  TT_HOST_DEVICE T operator()(bool cond, T a, T b) const { return cond ? a : b; }
+};
+
+// out = f(a, b). a, b: T, bcast to out; out: T, or bool for comparisons.
+template <typename T, typename F>
+void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
+  const MapArg<T> x = map_arg<T>(a), y = map_arg<T>(b);
+  if (is_comparison(op))
+    launch_map<bool>(out, f, x, y);
+  else
+    launch_map<T>(out, f, x, y);
+}
+
+template <typename T>
+void binary_dispatch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  namespace fn = functors;
+  switch (op) {
+    case BinaryOp::Add: return binary_typed<T>(op, out, a, b, fn::Add{});
+    case BinaryOp::Sub: return binary_typed<T>(op, out, a, b, fn::Sub{});
+    case BinaryOp::Mul: return binary_typed<T>(op, out, a, b, fn::Mul{});
+    case BinaryOp::Div: return binary_typed<T>(op, out, a, b, fn::Div{});
+    case BinaryOp::Pow: return binary_typed<T>(op, out, a, b, fn::Pow{});
+    case BinaryOp::Maximum: return binary_typed<T>(op, out, a, b, fn::Maximum{});
+    case BinaryOp::Minimum: return binary_typed<T>(op, out, a, b, fn::Minimum{});
+    case BinaryOp::Eq: return binary_typed<T>(op, out, a, b, fn::Eq{});
+    case BinaryOp::Ne: return binary_typed<T>(op, out, a, b, fn::Ne{});
+    case BinaryOp::Lt: return binary_typed<T>(op, out, a, b, fn::Lt{});
+    case BinaryOp::Le: return binary_typed<T>(op, out, a, b, fn::Le{});
+    case BinaryOp::Gt: return binary_typed<T>(op, out, a, b, fn::Gt{});
+    case BinaryOp::Ge: return binary_typed<T>(op, out, a, b, fn::Ge{});
+    default: break;
+  }
+  throw Error(tt::detail::concat("binary: unknown op ", int(op)));
+}
+
+// out = f(in). out, in: T, same shape, any strides.
+template <typename T, typename F>
+void unary_typed(const Tensor& out, const Tensor& in, const F& f) {
+  launch_map<T>(out, f, map_arg<T>(in));
+}
+
+template <typename T>
+void unary_dispatch(UnaryOp op, const Tensor& out, const Tensor& in) {
+  namespace fn = functors;
+  if constexpr (std::is_floating_point<T>::value) {
+    switch (op) {
+      case UnaryOp::Exp: return unary_typed<T>(out, in, fn::Exp{});
+      case UnaryOp::Log: return unary_typed<T>(out, in, fn::Log{});
+      case UnaryOp::Sqrt: return unary_typed<T>(out, in, fn::Sqrt{});
+      case UnaryOp::Rsqrt: return unary_typed<T>(out, in, fn::Rsqrt{});
+      case UnaryOp::Sin: return unary_typed<T>(out, in, fn::Sin{});
+      case UnaryOp::Cos: return unary_typed<T>(out, in, fn::Cos{});
+      case UnaryOp::Tanh: return unary_typed<T>(out, in, fn::Tanh{});
+      case UnaryOp::Sigmoid: return unary_typed<T>(out, in, fn::Sigmoid{});
+      default: break;
+    }
+  }
+  switch (op) {
+    case UnaryOp::Neg: return unary_typed<T>(out, in, fn::Neg{});
+    case UnaryOp::Abs: return unary_typed<T>(out, in, fn::Abs{});
+    case UnaryOp::Relu: return unary_typed<T>(out, in, fn::Relu{});
+    default: break;
+  }
+  throw DtypeError(tt::detail::concat(op_name(op), ": not supported for dtype ", dtype_of<T>::value));
+}
+
+template <typename out_t, typename in_t>
+void copy_typed(const Tensor& out, const Tensor& src) {
+  launch_map<out_t>(out, CastTo<out_t>{}, map_arg<in_t>(src));
+}
+
+template <typename T>
+void fill_typed(const Tensor& out, T value) {
+  launch_map<T>(out, Constant<T>{value});
+}
+
+template <typename T>
+void where_typed(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  launch_map<T>(out, Select{}, map_arg<bool>(cond), map_arg<T>(a), map_arg<T>(b));
+}
+
+// out: [n] contiguous. start + i * step rounded as the CPU does (no fused multiply-add).
+template <typename T>
+__global__ void arange_kernel(T* out, int64_t n, double start, double step) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x)
+    out[i] = static_cast<T>(__dadd_rn(start, __dmul_rn(double(i), step)));
+}
+
+template <typename T>
+void arange_typed(const Tensor& out, double start, double step) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  arange_kernel<T><<<blocks_for(n), kThreads>>>(out.data_ptr<T>(), n, start, step);
+  TT_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void CudaBackend::copy(const Tensor& out, const Tensor& src) {
+  DeviceGuard guard(out.device().index);
+  TT_DISPATCH_ALL(out.dtype(), "copy", [&] {
+    using out_t = scalar_t;
+    TT_DISPATCH_ALL(src.dtype(), "copy", [&] { copy_typed<out_t, scalar_t>(out, src); });
+  });
+}
+
+void CudaBackend::fill(const Tensor& out, Scalar value) {
+  DeviceGuard guard(out.device().index);
+  TT_DISPATCH_ALL(out.dtype(), "fill_", [&] { fill_typed<scalar_t>(out, value.to<scalar_t>()); });
+}
+
+void CudaBackend::unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+  DeviceGuard guard(out.device().index);
+  TT_DISPATCH_ALL(in.dtype(), op_name(op), [&] { unary_dispatch<scalar_t>(op, out, in); });
+}
+
+void CudaBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  DeviceGuard guard(out.device().index);
+  TT_DISPATCH_ALL(a.dtype(), op_name(op), [&] { binary_dispatch<scalar_t>(op, out, a, b); });
+}
+
+void CudaBackend::where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  DeviceGuard guard(out.device().index);
+  TT_DISPATCH_ALL(out.dtype(), "where", [&] { where_typed<scalar_t>(out, cond, a, b); });
+}
+
+void CudaBackend::arange(const Tensor& out, double start, double step) {
+  DeviceGuard guard(out.device().index);
+  TT_DISPATCH_NUMERIC(out.dtype(), "arange", [&] { arange_typed<scalar_t>(out, start, step); });
+}
+
+// Synchronous copies on the legacy default stream: host -> device, device -> host, or device ->
+// device (cudaMemcpyPeer between two GPUs). Queued kernels on the device finish first.
+void CudaBackend::transfer(const Tensor& out, const Tensor& src) {
+  const size_t bytes = size_t(src.numel()) * src.element_size();
+  TT_CHECK(out.dtype() == src.dtype() && out.numel() == src.numel(),
+           "transfer: out and src must have the same dtype and numel, got ", out.dtype(), " ", out.shape(), " and ",
+           src.dtype(), " ", src.shape());
+  TT_CHECK(out.is_contiguous() && src.is_contiguous(), "transfer: out and src must be contiguous");
+  if (bytes == 0) return;
+  void* dst = out.raw_data_ptr();
+  const void* from = src.raw_data_ptr();
+  if (out.is_cuda() && src.is_cuda()) {
+    DeviceGuard guard(out.device().index);
+    if (out.device().index == src.device().index)
+      TT_CUDA_CHECK(cudaMemcpy(dst, from, bytes, cudaMemcpyDeviceToDevice));
+    else
+      TT_CUDA_CHECK(cudaMemcpyPeer(dst, out.device().index, from, src.device().index, bytes));
+  } else if (out.is_cuda()) {
+    DeviceGuard guard(out.device().index);
+    TT_CUDA_CHECK(cudaMemcpy(dst, from, bytes, cudaMemcpyHostToDevice));
+  } else {
+    TT_CHECK_DEVICE(src.is_cuda(), "transfer: one of out and src must be on a CUDA device, got ", out.device(),
+                    " and ", src.device());
+    DeviceGuard guard(src.device().index);
+    TT_CUDA_CHECK(cudaMemcpy(dst, from, bytes, cudaMemcpyDeviceToHost));
+  }
+}
+
+}  // namespace tt::cuda
