@@ -6,11 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#ifdef __CUDACC__
-#define TT_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define TT_HOST_DEVICE inline
-#endif
+#include "tinytorch/backend/host_device.h"
 
 namespace tt::functors {
 

@@ -1,16 +1,17 @@
 // The CPU elementwise engine: walks N operands (out first) over one shape with arbitrary
 // byte strides, so broadcast and transposed views are read in place, never copied first.
 //
-// Dims are coalesced (adjacent dims merged when every operand is contiguous across them) and
-// the innermost dim is handed to a kernel as (pointers, strides, n). Kernels test for the
-// contiguous case and run a plain loop the compiler vectorizes. Above kParallelGrain
-// elements the index range is split across OpenMP threads.
+// Dims are coalesced (backend/strided_plan.h, shared with the CUDA engine) and the innermost dim
+// is handed to a kernel as (pointers, strides, n). Kernels test for the contiguous case and run a
+// plain loop the compiler vectorizes. Above kParallelGrain elements the index range is split
+// across OpenMP threads.
 #pragma once
 
 #include <cstdint>
 #include <exception>
 #include <mutex>
 
+#include "tinytorch/backend/strided_plan.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt::cpu {
@@ -45,51 +46,16 @@ int omp_thread_num_now();   // this thread's number in it
 int omp_num_threads_max();  // threads a new region would get
 
 template <int N>
-struct StridedLoop {
-  int ndim = 0;
-  int64_t shape[kMaxDims];         // innermost last
-  int64_t strides[N][kMaxDims];    // bytes
-  char* base[N];
-  int64_t numel = 1;
+struct StridedLoop : StridedPlan<N> {
+  using Plan = StridedPlan<N>;
+  using Plan::base;
+  using Plan::ndim;
+  using Plan::numel;
+  using Plan::shape;
+  using Plan::strides;
 
-  // ops[0] is the output; the others are broadcast to its shape.
-  explicit StridedLoop(const Tensor* const (&ops)[N]) {
-    const Shape& out_shape = ops[0]->shape();
-    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->raw_data_ptr());
-    // Broadcast strides (bytes), then drop size-1 dims and merge contiguous neighbours.
-    int64_t st[N][kMaxDims];
-    for (int k = 0; k < N; ++k) {
-      const Tensor& t = *ops[k];
-      int off = out_shape.size() - t.dim();
-      int64_t esize = static_cast<int64_t>(t.element_size());
-      for (int i = 0; i < out_shape.size(); ++i) {
-        int j = i - off;
-        st[k][i] = (j < 0 || t.shape()[j] == 1) ? 0 : t.strides()[j] * esize;
-      }
-    }
-    for (int i = 0; i < out_shape.size(); ++i) {
-      numel *= out_shape[i];
-      if (out_shape[i] == 1) continue;
-      if (ndim > 0) {
-        bool mergeable = true;
-        for (int k = 0; k < N; ++k)
-          if (strides[k][ndim - 1] != st[k][i] * out_shape[i]) mergeable = false;
-        if (mergeable) {
-          shape[ndim - 1] *= out_shape[i];
-          for (int k = 0; k < N; ++k) strides[k][ndim - 1] = st[k][i];
-          continue;
-        }
-      }
-      shape[ndim] = out_shape[i];
-      for (int k = 0; k < N; ++k) strides[k][ndim] = st[k][i];
-      ++ndim;
-    }
-    if (ndim == 0) {  // a single element
-      shape[0] = 1;
-      for (int k = 0; k < N; ++k) strides[k][0] = 0;
-      ndim = 1;
-    }
-  }
+  // ops[0] is the output; the others are broadcast to its shape (backend/strided_plan.h).
+  explicit StridedLoop(const Tensor* const (&ops)[N]) : Plan(ops) {}
 
   // Calls f(ptrs, inner_strides, n) over the linear index range [begin, end).
   template <typename F>

@@ -1,9 +1,9 @@
 // The CUDA elementwise engine, twin of cpu/loop.h: N operands (out first) walked over one shape
 // with arbitrary byte strides, so broadcast and transposed views are read in place.
 //
-// The host builds a StridedOffsets<N> (dims coalesced exactly as on the CPU) and passes it to a
-// kernel by value; each thread turns its linear index into N byte offsets. launch_elementwise()
-// runs a grid-stride loop with one element per thread per step.
+// The host builds a StridedOffsets<N> (dims coalesced by backend/strided_plan.h, as on the CPU)
+// and passes it to a kernel by value; each thread turns its linear index into N byte offsets.
+// launch_elementwise() runs a grid-stride loop with one element per thread per step.
 //
 // launch_map() is the typed layer on top: out[i] = f(in0[i], in1[i], ...) with a scalar functor
 // (functors.h), a vectorized kernel for contiguous operands (Note [contiguous fast path]) and the
@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "tinytorch/backend/cuda/check.h"
+#include "tinytorch/backend/strided_plan.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt::cuda {
@@ -31,51 +32,17 @@ inline unsigned blocks_for(int64_t n, int threads = kThreads) {
 }
 
 template <int N>
-struct StridedOffsets {
-  int ndim = 0;
-  int64_t shape[kMaxDims];       // innermost last
-  int64_t strides[N][kMaxDims];  // bytes
-  char* base[N];
-  int64_t numel = 1;
+struct StridedOffsets : StridedPlan<N> {
+  using Plan = StridedPlan<N>;
+  using Plan::base;
+  using Plan::ndim;
+  using Plan::numel;
+  using Plan::shape;
+  using Plan::strides;
 
   StridedOffsets() = default;
-  // ops[0] is the output; the others are broadcast to its shape. A 0-d operand is broadcast.
-  explicit StridedOffsets(const Tensor* const (&ops)[N]) {
-    const Shape& out_shape = ops[0]->shape();
-    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->raw_data_ptr());
-    int64_t st[N][kMaxDims];
-    for (int k = 0; k < N; ++k) {
-      const Tensor& t = *ops[k];
-      int off = out_shape.size() - t.dim();
-      int64_t esize = static_cast<int64_t>(t.element_size());
-      for (int i = 0; i < out_shape.size(); ++i) {
-        int j = i - off;
-        st[k][i] = (j < 0 || t.shape()[j] == 1) ? 0 : t.strides()[j] * esize;
-      }
-    }
-    for (int i = 0; i < out_shape.size(); ++i) {
-      numel *= out_shape[i];
-      if (out_shape[i] == 1) continue;
-      if (ndim > 0) {
-        bool mergeable = true;
-        for (int k = 0; k < N; ++k)
-          if (strides[k][ndim - 1] != st[k][i] * out_shape[i]) mergeable = false;
-        if (mergeable) {
-          shape[ndim - 1] *= out_shape[i];
-          for (int k = 0; k < N; ++k) strides[k][ndim - 1] = st[k][i];
-          continue;
-        }
-      }
-      shape[ndim] = out_shape[i];
-      for (int k = 0; k < N; ++k) strides[k][ndim] = st[k][i];
-      ++ndim;
-    }
-    if (ndim == 0) {
-      shape[0] = 1;
-      for (int k = 0; k < N; ++k) strides[k][0] = 0;
-      ndim = 1;
-    }
-  }
+  // ops[0] is the output; the others are broadcast to its shape (backend/strided_plan.h).
+  explicit StridedOffsets(const Tensor* const (&ops)[N]) : Plan(ops) {}
 
   // True when every operand walks its bytes densely in order (one dim, stride = element size).
   bool contiguous(const int64_t (&element_sizes)[N]) const {

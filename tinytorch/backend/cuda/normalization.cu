@@ -46,7 +46,8 @@ const T* ptr_or_null(const Tensor& t) {
 
 // x, y: [R, C] contiguous; w, b: [C] or null -> y, mean, rstd: [R] float64. One group per row.
 template <typename T, Group G>
-__global__ void __launch_bounds__(1024) layer_norm_kernel(T* y, double* mean_out, double* rstd_out, const T* x, const T* w, const T* b,
+__global__ void __launch_bounds__(1024)
+layer_norm_kernel(T* y, double* mean_out, double* rstd_out, const T* x, const T* w, const T* b,
                                   int64_t R, int64_t C, double eps) {
   __shared__ double smem[kWarpSize];
   __shared__ Sum2 smem2[kWarpSize];
@@ -90,7 +91,8 @@ __global__ void __launch_bounds__(1024) layer_norm_kernel(T* y, double* mean_out
 // dy, x: [R, C]; mean, rstd: [R]; w: [C] or null -> dx: [R, C]. One group per row:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * w.
 template <typename T, Group G>
-__global__ void __launch_bounds__(1024) layer_norm_backward_kernel(T* dx, const T* dy, const T* x, const double* mean, const double* rstd,
+__global__ void __launch_bounds__(1024)
+layer_norm_backward_kernel(T* dx, const T* dy, const T* x, const double* mean, const double* rstd,
                                            const T* w, int64_t R, int64_t C) {
   __shared__ Sum2 smem2[kWarpSize];
   const int rank = group_rank<G>(), gsize = group_size<G>();
@@ -117,7 +119,8 @@ __global__ void __launch_bounds__(1024) layer_norm_backward_kernel(T* dx, const 
 
 // x, y: [R, C]; w: [C] or null -> y, rstd: [R] float64. One group per row.
 template <typename T, Group G>
-__global__ void __launch_bounds__(1024) rms_norm_kernel(T* y, double* rstd_out, const T* x, const T* w, int64_t R, int64_t C, double eps) {
+__global__ void __launch_bounds__(1024)
+rms_norm_kernel(T* y, double* rstd_out, const T* x, const T* w, int64_t R, int64_t C, double eps) {
   __shared__ double smem[kWarpSize];
   const int rank = group_rank<G>(), gsize = group_size<G>();
   for (int64_t row = group_first_row<G>(); row < R; row += group_row_step<G>()) {
@@ -136,7 +139,8 @@ __global__ void __launch_bounds__(1024) rms_norm_kernel(T* y, double* rstd_out, 
 // dy, x: [R, C]; rstd: [R]; w: [C] or null -> dx: [R, C]. One group per row:
 //   dx = rstd * (g - xhat * mean(g * xhat)), xhat = x * rstd, g = dy * w.
 template <typename T, Group G>
-__global__ void __launch_bounds__(1024) rms_norm_backward_kernel(T* dx, const T* dy, const T* x, const double* rstd, const T* w, int64_t R,
+__global__ void __launch_bounds__(1024)
+rms_norm_backward_kernel(T* dx, const T* dy, const T* x, const double* rstd, const T* w, int64_t R,
                                          int64_t C) {
   __shared__ double smem[kWarpSize];
   const int rank = group_rank<G>(), gsize = group_size<G>();

@@ -25,6 +25,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/functors.h"
+#include "tinytorch/backend/reduce_plan.h"
 #include "tinytorch/ops/factory.h"
 
 namespace tt::cuda {
@@ -36,69 +37,6 @@ constexpr int kColThreads = 512;  // threads of one reduce_cols_kernel block (x 
 constexpr int kMaxColY = 16;      // at most this many threads split one output's elements
 constexpr int kTargetBlocks = 1024;  // enough blocks to fill every SM several times
 
-// The coalesced kept and reduced dims, element strides (Note [cuda reduction plan]). Passed to
-// kernels by value.
-struct ReducePlan {
-  int nk = 0, nr = 0;
-  int64_t k_size[kMaxDims], k_in[kMaxDims], k_out[kMaxDims];
-  int64_t r_size[kMaxDims], r_in[kMaxDims];
-  int64_t outputs = 1, rlen = 1;
-
-  ReducePlan(const Tensor& out, const Tensor& in) {
-    for (int d = 0; d < in.dim(); ++d) {
-      const int64_t n = in.size(d);
-      if (n == 1) continue;
-      if (out.size(d) == 1) {  // reduced
-        rlen *= n;
-        if (nr > 0 && r_in[nr - 1] == in.stride(d) * n) {
-          r_size[nr - 1] *= n;
-          r_in[nr - 1] = in.stride(d);
-        } else {
-          r_size[nr] = n;
-          r_in[nr] = in.stride(d);
-          ++nr;
-        }
-      } else {
-        outputs *= n;
-        if (nk > 0 && k_in[nk - 1] == in.stride(d) * n && k_out[nk - 1] == out.stride(d) * n) {
-          k_size[nk - 1] *= n;
-          k_in[nk - 1] = in.stride(d);
-          k_out[nk - 1] = out.stride(d);
-        } else {
-          k_size[nk] = n;
-          k_in[nk] = in.stride(d);
-          k_out[nk] = out.stride(d);
-          ++nk;
-        }
-      }
-    }
-    if (in.numel() == 0) {  // reducing an empty dim: every output sees zero elements
-      rlen = 0;
-      outputs = out.numel();
-    }
-  }
-
-  // Input and output element offsets of output number o.
-  __device__ __forceinline__ void offsets(int64_t o, int64_t& in_off, int64_t& out_off) const {
-    in_off = out_off = 0;
-    for (int d = nk - 1; d >= 0; --d) {
-      const int64_t i = o % k_size[d];
-      o /= k_size[d];
-      in_off += i * k_in[d];
-      out_off += i * k_out[d];
-    }
-  }
-  // Input element offset of reduced element r (row-major over the reduced dims).
-  __device__ __forceinline__ int64_t reduced_offset(int64_t r) const {
-    if (nr == 1) return r * r_in[0];
-    int64_t off = 0;
-    for (int d = nr - 1; d >= 0; --d) {
-      off += (r % r_size[d]) * r_in[d];
-      r /= r_size[d];
-    }
-    return off;
-  }
-};
 
 // --- the two reductions, each a state type with its thread loop and its combine -------------------
 
@@ -213,7 +151,8 @@ __global__ void reduce_rows_kernel(ReducePlan plan, const T* in, void* out, type
 // block b owns output b * bx + x (grid-stride over x blocks), the by threads of a column split the
 // range of blockIdx.y and are combined in y order.
 template <typename T, typename R>
-__global__ void __launch_bounds__(kColThreads) reduce_cols_kernel(ReducePlan plan, const T* in, void* out, typename R::State* partial,
+__global__ void __launch_bounds__(kColThreads)
+reduce_cols_kernel(ReducePlan plan, const T* in, void* out, typename R::State* partial,
                                    int64_t chunk) {
   using State = typename R::State;
   __shared__ State smem[kColThreads];

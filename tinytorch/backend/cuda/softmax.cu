@@ -18,65 +18,11 @@
 #include "tinytorch/backend/cuda/block_reduce.cuh"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/row_plan.h"
 
 namespace tt::cuda {
 
 namespace {
-
-// The rows of N same-shaped tensors along `dim`: the other dims coalesced, each tensor's element
-// strides, and each tensor's element stride along `dim`. Passed to kernels by value.
-template <int N>
-struct RowPlan {
-  int nk = 0;
-  int64_t size[kMaxDims];
-  int64_t stride[N][kMaxDims];
-  int64_t rows = 1, len = 1;
-  int64_t step[N];
-  bool direct = true;  // every tensor has stride 1 along dim
-
-  RowPlan(const Tensor* const (&ts)[N], int dim) {
-    const Tensor& t0 = *ts[0];
-    const int ndim = t0.dim();
-    len = ndim == 0 ? 1 : t0.size(dim);
-    for (int k = 0; k < N; ++k) {
-      step[k] = (ndim == 0 || len == 1) ? 1 : ts[k]->stride(dim);
-      direct = direct && step[k] == 1;
-    }
-    for (int d = 0; d < ndim; ++d) {
-      const int64_t n = t0.size(d);
-      if (d == dim || n == 1) continue;
-      rows *= n;
-      bool mergeable = nk > 0;
-      for (int k = 0; k < N && mergeable; ++k) mergeable = stride[k][nk - 1] == ts[k]->stride(d) * n;
-      if (mergeable) {
-        size[nk - 1] *= n;
-        for (int k = 0; k < N; ++k) stride[k][nk - 1] = ts[k]->stride(d);
-      } else {
-        size[nk] = n;
-        for (int k = 0; k < N; ++k) stride[k][nk] = ts[k]->stride(d);
-        ++nk;
-      }
-    }
-  }
-
-  // True when neighbouring rows are neighbours in memory for every tensor.
-  bool rows_adjacent() const {
-    if (nk == 0) return false;
-    for (int k = 0; k < N; ++k)
-      if (stride[k][nk - 1] != 1) return false;
-    return true;
-  }
-
-  // offs[k]: row r's first element in tensor k.
-  __device__ __forceinline__ void offsets(int64_t r, int64_t (&offs)[N]) const {
-    for (int k = 0; k < N; ++k) offs[k] = 0;
-    for (int d = nk - 1; d >= 0; --d) {
-      const int64_t i = r % size[d];
-      r /= size[d];
-      for (int k = 0; k < N; ++k) offs[k] += i * stride[k][d];
-    }
-  }
-};
 
 // The group that owns a row (Note [cuda softmax rows]) and its launch.
 template <int N>
