@@ -1,5 +1,6 @@
-// tt_bench --device cuda: the GPU benchmarks (cuda_bench.cpp), or, in a build without tinytorch's
-// CUDA backend, a stand-in that says so (cuda_bench_off.cpp). tools/CMakeLists.txt picks one.
+// tt_bench --device cuda: the GPU benchmarks (cuda_bench.cpp, with cuda_bench_sdpa.cpp), or, in
+// a build without tinytorch's CUDA backend, a stand-in that says so (cuda_bench_off.cpp).
+// tools/CMakeLists.txt picks one.
 #pragma once
 
 namespace ttbench::cuda_bench {
