@@ -1,10 +1,14 @@
 # Helpers shared by the library, its tests and the curriculum.
 include_guard(GLOBAL)
 
-# Warnings (and -Werror with TINYTORCH_WERROR) and sanitizers for one of our own targets.
+# Warnings (and -Werror with TINYTORCH_WERROR) and sanitizers for one of our own targets. A switch
+# over an enum that misses a value is always an error, CUDA host code included: the op switches
+# generated from backend/op_table.h have no `default:`, so a forgotten op stops the build
+# (Note [op tables]).
 function(tt_target_defaults target)
   target_compile_options(${target} PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror=switch>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Werror=switch>
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${TINYTORCH_WERROR}>>:-Werror>)
   if(TINYTORCH_SANITIZE)
     target_compile_options(${target} PRIVATE

@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include <tinytorch/backend/backend.h>  // the kernel seam itself, which the umbrella header leaves out
+
 #include "test_util.h"
 
 using Catch::Matchers::Contains;

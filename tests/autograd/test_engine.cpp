@@ -336,3 +336,17 @@ TEST_CASE("float32 gradients stay float32", "[autograd][engine]") {
   CHECK(x.grad().dtype() == kFloat32);
   CHECK_ALLCLOSE(x.grad(), tensor({2.0, 4.0}));
 }
+
+TEST_CASE("save_output keeps an op's output only after set_history points it at its node", "[autograd][engine]") {
+  Tensor x = leaf(tensor({0.5, 1.5}, kFloat64));
+  Tensor y = x.exp();  // ExpBackward0 saves y through save_output
+  REQUIRE(y.grad_fn());
+  const autograd::Node& node = *y.grad_fn();
+  CHECK_NOTHROW(autograd::save_output(y, node));
+  // The same values without the history: saving them would keep the node alive from its own
+  // saved output, a reference cycle. The call throws instead.
+  REQUIRE_THROWS_WITH(autograd::save_output(y.detach(), node),
+                      Contains("ExpBackward0") && Contains("set_history"));
+  y.sum().backward();
+  CHECK_ALLCLOSE(x.grad(), tensor({std::exp(0.5), std::exp(1.5)}, kFloat64));
+}

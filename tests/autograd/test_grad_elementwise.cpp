@@ -1,7 +1,9 @@
-// gradcheck and gradgradcheck of the elementwise ops (ops/elementwise.h): binary ops with
+// gradcheck and gradgradcheck of the elementwise ops (ops/elementwise.h): every op of the tables
+// in backend/op_table.h through tests/op_info.h, then binary ops with
 // broadcasting, scalar overloads and non-contiguous operands; unary ops on transposed and strided
 // inputs; where and masked_fill; in-place variants; PyTorch's tie rule for maximum/minimum.
 #include "grad_util.h"
+#include "op_info.h"
 
 using namespace tt;
 using namespace tt::testing;
@@ -9,6 +11,18 @@ using namespace tt::testing;
 namespace {
 using L = const TensorList&;
 }  // namespace
+
+TEST_CASE("gradcheck: every differentiable binary op of the table, broadcast and strided",
+          "[autograd][gradcheck][elementwise]") {
+  manual_seed(99);
+  for (const BinaryRef& ref : kBinaryRefs) {
+    if (is_comparison(ref.op)) continue;  // no gradient
+    const BinaryRef r = ref;
+    auto f = [r](L x) { return apply(r.op, in_domain(r.a_domain, x[0]), in_domain(r.b_domain, x[1])); };
+    expect_grad(std::string(binary_info(r.op).name) + ", broadcast", f, {randn64({2, 3}), randn64({3})});
+    expect_grad(std::string(binary_info(r.op).name) + ", strided", f, {randn64_t({3, 2}), randn64_strided({3, 2})});
+  }
+}
 
 TEST_CASE("gradcheck: add", "[autograd][gradcheck][elementwise]") {
   manual_seed(100);
@@ -88,18 +102,13 @@ TEST_CASE("maximum and minimum split the gradient of a tie in half, as PyTorch d
 
 TEST_CASE("gradcheck: unary ops", "[autograd][gradcheck][elementwise]") {
   manual_seed(106);
-  expect_grad("neg", [](L x) { return neg(x[0]); }, {randn64_t({3, 2})});
+  for (const UnaryRef& ref : kUnaryRefs) {  // every row of backend/op_table.h
+    const UnaryOp op = ref.op;
+    const std::string name = unary_info(op).name;
+    expect_grad(name, [op](L x) { return apply(op, in_domain(op, x[0])); }, {randn64_t({3, 2})});
+    expect_grad(name + ", strided", [op](L x) { return apply(op, in_domain(op, x[0])); }, {randn64_strided({2, 3})});
+  }
   expect_grad("unary minus", [](L x) { return -x[0]; }, {randn64_strided({2, 3})});
-  expect_grad("exp", [](L x) { return x[0].exp(); }, {randn64_t({3, 2})});
-  expect_grad("log", [](L x) { return x[0].log(); }, {positive_t({3, 2})});
-  expect_grad("sqrt", [](L x) { return x[0].sqrt(); }, {positive_t({2, 3})});
-  expect_grad("rsqrt", [](L x) { return x[0].rsqrt(); }, {positive_t({2, 3})});
-  expect_grad("abs", [](L x) { return x[0].abs(); }, {randn64_strided({3, 3})});
-  expect_grad("sin", [](L x) { return x[0].sin(); }, {randn64_t({3, 2})});
-  expect_grad("cos", [](L x) { return x[0].cos(); }, {randn64_strided({2, 3})});
-  expect_grad("tanh", [](L x) { return x[0].tanh(); }, {randn64_t({3, 2})});
-  expect_grad("sigmoid", [](L x) { return x[0].sigmoid(); }, {randn64_t({3, 2})});
-  expect_grad("relu", [](L x) { return x[0].relu(); }, {randn64_strided({3, 3})});
   expect_grad("relu, 0-d", [](L x) { return relu(x[0]); }, {leaf(scalar_tensor(0.7, kFloat64))});
   expect_grad("exp of expanded", [](L x) { return x[0].expand({3, 4}).exp(); }, {randn64({3, 1})});
   expect_grad("a composite: sigmoid(x) * tanh(x) + log(x*x + 1)",

@@ -54,6 +54,23 @@ TEST_CASE("gradcheck: max and min", "[autograd][gradcheck][reduction]") {
   expect_grad("max over a dim of size 1", [](L x) { return std::get<0>(x[0].max(1)); }, {randn64({3, 1})});
 }
 
+TEST_CASE("gradcheck: amax and amin over dim lists", "[autograd][gradcheck][reduction]") {
+  manual_seed(204);
+  expect_grad("amax all", [](L x) { return x[0].amax(); }, {randn64_t({3, 4})});
+  expect_grad("amax dims 0 and 2", [](L x) { return x[0].amax({0, 2}); }, {randn64({2, 3, 4})});
+  expect_grad("amin dim -1 keepdim", [](L x) { return amin(x[0], -1, true); }, {randn64_strided({2, 3, 4})});
+  expect_grad("amin dim 0", [](L x) { return x[0].amin(0); }, {randn64_t({3, 4})});
+}
+
+TEST_CASE("amax and amin share a tie's gradient evenly, as torch.amax does", "[autograd][reduction]") {
+  Tensor x = leaf(tensor({{1.0, 3.0, 3.0}, {2.0, 2.0, 0.0}}, kFloat64));
+  x.amax(1).sum().backward();
+  CHECK_ALLCLOSE(x.grad(), tensor({{0.0, 0.5, 0.5}, {0.5, 0.5, 0.0}}, kFloat64));
+  Tensor y = leaf(tensor({{0.0, 5.0}, {0.0, 1.0}}, kFloat64));
+  (y.amin({0, 1}) * 4.0).backward();
+  CHECK_ALLCLOSE(y.grad(), tensor({{2.0, 0.0}, {2.0, 0.0}}, kFloat64));
+}
+
 TEST_CASE("max() and min() over all split the gradient evenly among tied extremes", "[autograd][reduction]") {
   Tensor x = leaf(tensor({{1.0, 3.0, 3.0}, {2.0, 3.0, 0.0}}, kFloat64));
   x.max().backward();

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 
+#include "op_info.h"
 #include "test_util.h"
 
 using namespace tt;
@@ -55,30 +56,31 @@ std::vector<Pair> layouts() {
 
 TEST_CASE("binary ops match a reference loop on every layout", "[ops][elementwise]") {
   struct Op {
-    const char* name;
+    std::string name;
     std::function<Tensor(const Tensor&, const Tensor&)> ours;
-    std::function<double(double, double)> ref;
+    double (*ref)(double, double);
+    bool comparison;
   };
-  const std::vector<Op> ops = {
-      {"add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double x, double y) { return x + y; }},
-      {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }, [](double x, double y) { return x - y; }},
-      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }, [](double x, double y) { return x * y; }},
-      {"div", [](const Tensor& a, const Tensor& b) { return a / b; }, [](double x, double y) { return x / y; }},
-      {"pow", [](const Tensor& a, const Tensor& b) { return a.pow(b); }, [](double x, double y) { return std::pow(x, y); }},
-      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }, [](double x, double y) { return std::max(x, y); }},
-      {"minimum", [](const Tensor& a, const Tensor& b) { return a.minimum(b); }, [](double x, double y) { return std::min(x, y); }},
-      {"add alpha", [](const Tensor& a, const Tensor& b) { return a.add(b, 2.5); }, [](double x, double y) { return x + 2.5 * y; }},
-      {"sub alpha", [](const Tensor& a, const Tensor& b) { return a.sub(b, 2); }, [](double x, double y) { return x - 2 * y; }},
-  };
+  std::vector<Op> ops;
+  for (const testing::BinaryRef& r : testing::kBinaryRefs) {  // every row of backend/op_table.h
+    const BinaryOp op = r.op;
+    ops.push_back({binary_info(op).name, [op](const Tensor& a, const Tensor& b) { return testing::apply(op, a, b); },
+                   r.reference, is_comparison(op)});
+  }
+  ops.push_back({"add alpha", [](const Tensor& a, const Tensor& b) { return a.add(b, 2.5); },
+                 [](double x, double y) { return x + 2.5 * y; }, false});
+  ops.push_back({"sub alpha", [](const Tensor& a, const Tensor& b) { return a.sub(b, 2); },
+                 [](double x, double y) { return x - 2 * y; }, false});
   for (const Pair& p : layouts()) {
     for (const Op& op : ops) {
       INFO(op.name << " on " << p.what << ": " << p.a.shape() << " and " << p.b.shape());
       Tensor got = op.ours(p.a, p.b);
-      CHECK(got.dtype() == kFloat32);
+      CHECK(got.dtype() == (op.comparison ? kBool : kFloat32));
       CHECK(got.is_contiguous());
-      CHECK_ALLCLOSE(got, reference(p.a, p.b, op.ref), 1e-5, 1e-6);
+      CHECK_ALLCLOSE(got.to(kFloat64), reference(p.a, p.b, op.ref), 1e-5, 1e-6);
       // float64 operands take the float64 kernels.
-      CHECK_ALLCLOSE(op.ours(p.a.to(kFloat64), p.b.to(kFloat64)), reference(p.a, p.b, op.ref), 1e-12, 1e-12);
+      CHECK_ALLCLOSE(op.ours(p.a.to(kFloat64), p.b.to(kFloat64)).to(kFloat64), reference(p.a, p.b, op.ref), 1e-12,
+                     1e-12);
     }
   }
 }

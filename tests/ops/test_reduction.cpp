@@ -158,6 +158,37 @@ TEST_CASE("reductions: known values, dtypes, negative dims, corrections", "[ops]
   }
 }
 
+TEST_CASE("one dim alone is a dim list, as in LibTorch: x.sum(1, true), x.mean(-1), x.amax(0)", "[ops][reduction]") {
+  Tensor x = tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  CHECK_ALLCLOSE(x.sum(1, true), tensor({6.0, 15.0}).view({2, 1}));
+  CHECK_ALLCLOSE(sum(x, 0), tensor({5.0, 7.0, 9.0}));
+  CHECK_ALLCLOSE(x.mean(-1, /*keepdim=*/true), tensor({2.0, 5.0}).view({2, 1}));
+  CHECK_ALLCLOSE(x.var(1), tensor({1.0, 1.0}));
+  CHECK_ALLCLOSE(tt::std(x, 0, /*correction=*/0), tensor({1.5, 1.5, 1.5}));
+  CHECK_ALLCLOSE(x.amax(0), tensor({4.0, 5.0, 6.0}));
+  CHECK_ALLCLOSE(x.amin(-1, true), tensor({1.0, 4.0}).view({2, 1}));
+  // Lists and Shapes still work, and mean the same.
+  CHECK_ALLCLOSE(x.sum({1}, true), x.sum(1, true));
+  CHECK_ALLCLOSE(x.amax({0, 1}), scalar_tensor(6.0));
+  CHECK_ALLCLOSE(x.amax(), scalar_tensor(6.0));
+  CHECK_ALLCLOSE(amax(x, Shape{-1}), tensor({3.0, 6.0}));
+  REQUIRE_THROWS_WITH(x.sum(2), Catch::Contains("sum") && Catch::Contains("2"));
+}
+
+TEST_CASE("amax and amin: dtypes, NaN, empty and repeated dims", "[ops][reduction]") {
+  Tensor i = tensor({{3, -1}, {0, 7}});
+  CHECK(i.amax(1).dtype() == kInt64);
+  CHECK(i.amax(1).to_vector<int64_t>() == std::vector<int64_t>{3, 7});
+  Tensor b = tensor({false, true, false});
+  CHECK(b.amax().dtype() == kBool);
+  CHECK(b.amax().item<bool>());
+  CHECK_FALSE(b.amin().item<bool>());
+  CHECK(std::isnan(tensor({1.0, std::nan(""), 2.0}).amax().item<double>()));
+  CHECK(zeros({0, 3}).amax(1).shape() == Shape{0});
+  REQUIRE_THROWS_WITH(zeros({0, 3}).amax(0), Catch::Contains("amax") && Catch::Contains("size 0"));
+  REQUIRE_THROWS_WITH(zeros({2, 3}).amin({1, -1}), Catch::Contains("amin") && Catch::Contains("multiple times"));
+}
+
 TEST_CASE("float32 sums are accurate: 1e7 ones give exactly 1e7", "[ops][reduction]") {
   Tensor ones_ = ones({10000000});
   CHECK(ones_.sum().item<double>() == 10000000.0);

@@ -1,4 +1,4 @@
-// Unary elementwise ops (neg exp log sqrt rsqrt abs sin cos tanh sigmoid relu): values against
+// Unary elementwise ops (every row of backend/op_table.h, through tests/op_info.h): values against
 // <cmath> in float32 and float64, on non-contiguous inputs, integer inputs promoted to float32
 // for the float-only ops, special values, and the in-place forms.
 // (Part of ops/elementwise.cpp; kept apart from test_elementwise.cpp to keep files small.)
@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 
+#include "op_info.h"
 #include "test_util.h"
 
 using namespace tt;
@@ -21,43 +22,31 @@ Tensor apply_ref(const Tensor& t, const std::function<double(double)>& f) {
 }
 }  // namespace
 
+TEST_CASE("op tables: every unary op has its reference, in table order", "[ops][elementwise]") {
+  for (size_t i = 0; i < kNumUnaryOps; ++i) {
+    INFO(unary_info(UnaryOp(i)).name);
+    CHECK(size_t(testing::kUnaryRefs[i].op) == i);
+  }
+}
+
 TEST_CASE("unary ops match <cmath> on strided float32 and float64 inputs", "[ops][elementwise]") {
-  struct Op {
-    const char* name;
-    std::function<Tensor(const Tensor&)> ours;
-    std::function<double(double)> ref;
-    bool positive_only;
-  };
-  const std::vector<Op> ops = {
-      {"neg", [](const Tensor& t) { return t.neg(); }, [](double x) { return -x; }, false},
-      {"exp", [](const Tensor& t) { return t.exp(); }, [](double x) { return std::exp(x); }, false},
-      {"log", [](const Tensor& t) { return t.log(); }, [](double x) { return std::log(x); }, true},
-      {"sqrt", [](const Tensor& t) { return t.sqrt(); }, [](double x) { return std::sqrt(x); }, true},
-      {"rsqrt", [](const Tensor& t) { return t.rsqrt(); }, [](double x) { return 1 / std::sqrt(x); }, true},
-      {"abs", [](const Tensor& t) { return t.abs(); }, [](double x) { return std::fabs(x); }, false},
-      {"sin", [](const Tensor& t) { return t.sin(); }, [](double x) { return std::sin(x); }, false},
-      {"cos", [](const Tensor& t) { return t.cos(); }, [](double x) { return std::cos(x); }, false},
-      {"tanh", [](const Tensor& t) { return t.tanh(); }, [](double x) { return std::tanh(x); }, false},
-      {"sigmoid", [](const Tensor& t) { return t.sigmoid(); }, [](double x) { return 1 / (1 + std::exp(-x)); }, false},
-      {"relu", [](const Tensor& t) { return t.relu(); }, [](double x) { return x > 0 ? x : 0.0; }, false},
-  };
   manual_seed(5);
   Tensor signed_vals = (rand({40, 30}) * 8 - 4).t().slice(0, 0, 30, 2);  // [15, 40], strided
-  Tensor pos_vals = (rand({30, 40}) * 5 + 0.01).slice(1, 1, 40, 3);       // [30, 13]
   Tensor big = (rand({300, 400}) * 6 - 3).t();                              // parallel path
-  for (const Op& op : ops) {
+  for (const testing::UnaryRef& ref : testing::kUnaryRefs) {
+    const char* name = unary_info(ref.op).name;
     for (ScalarType dt : {kFloat32, kFloat64}) {
-      INFO(op.name << " " << dt);
-      Tensor in = (op.positive_only ? pos_vals : signed_vals).to(dt);
-      Tensor out = op.ours(in);
+      INFO(name << " " << dt);
+      Tensor in = testing::in_domain(ref.op, signed_vals).to(dt);
+      Tensor out = testing::apply(ref.op, in);
       CHECK(out.dtype() == dt);
       CHECK(out.shape() == in.shape());
       double tol = dt == kFloat32 ? 1e-5 : 1e-12;
-      CHECK_ALLCLOSE(out, apply_ref(in, op.ref), tol, tol);
+      CHECK_ALLCLOSE(out, apply_ref(in, ref.reference), tol, tol);
     }
-    INFO(op.name << " large");
-    Tensor in = op.positive_only ? big.abs() + 0.01 : big;
-    CHECK_ALLCLOSE(op.ours(in), apply_ref(in, op.ref), 1e-5, 1e-5);
+    INFO(name << " large");
+    Tensor in = testing::in_domain(ref.op, big);
+    CHECK_ALLCLOSE(testing::apply(ref.op, in), apply_ref(in, ref.reference), 1e-5, 1e-5);
   }
 }
 

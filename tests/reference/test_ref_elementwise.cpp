@@ -1,9 +1,10 @@
 // Elementwise ops against PyTorch fixtures (binary.json, unary.json, inplace.json): broadcasting
 // corners, type promotion with tensors, 0-d tensors and Python-number scalars, special values,
 // strided inputs, and in-place writes through views. The PyTorch side of each op name is
-// tools/fixtures/torch_ops.py.
+// tools/fixtures/torch_ops.py; both sides take their op lists from backend/op_table.h.
 #include <stdexcept>
 
+#include "op_info.h"
 #include "reference/runners.h"
 
 namespace tt::reference {
@@ -11,20 +12,9 @@ namespace tt::reference {
 namespace {
 
 Tensor binary_op(const std::string& op, const Tensor& a, const Tensor& b) {
-  if (op == "add") return a + b;
-  if (op == "sub") return a - b;
-  if (op == "mul") return a * b;
-  if (op == "div") return a / b;
-  if (op == "pow") return tt::pow(a, b);
-  if (op == "maximum") return tt::maximum(a, b);
-  if (op == "minimum") return tt::minimum(a, b);
-  if (op == "eq") return a == b;
-  if (op == "ne") return a != b;
-  if (op == "lt") return a < b;
-  if (op == "le") return a <= b;
-  if (op == "gt") return a > b;
-  if (op == "ge") return a >= b;
-  throw std::logic_error("no binary op " + op);
+  BinaryOp bop;
+  if (!testing::find_binary(op, bop)) throw std::logic_error("no binary op " + op);
+  return testing::apply(bop, a, b);
 }
 
 Tensor binary_scalar_op(const std::string& op, const Tensor& a, Scalar s, bool scalar_left) {
@@ -66,19 +56,9 @@ std::vector<Tensor> runners::binary(const std::string& op, const json& args, std
 }
 
 std::vector<Tensor> runners::unary(const std::string& op, const json&, std::vector<Input>& in) {
-  const Tensor& a = in[0].value;
-  if (op == "neg") return {-a};
-  if (op == "exp") return {tt::exp(a)};
-  if (op == "log") return {tt::log(a)};
-  if (op == "sqrt") return {tt::sqrt(a)};
-  if (op == "rsqrt") return {tt::rsqrt(a)};
-  if (op == "abs") return {tt::abs(a)};
-  if (op == "sin") return {tt::sin(a)};
-  if (op == "cos") return {tt::cos(a)};
-  if (op == "tanh") return {tt::tanh(a)};
-  if (op == "sigmoid") return {tt::sigmoid(a)};
-  if (op == "relu") return {tt::relu(a)};
-  throw std::logic_error("no unary op " + op);
+  UnaryOp uop;
+  if (!testing::find_unary(op, uop)) throw std::logic_error("no unary op " + op);
+  return {testing::apply(uop, in[0].value)};
 }
 
 std::vector<Tensor> runners::inplace(const std::string& op, const json& args, std::vector<Input>& in) {

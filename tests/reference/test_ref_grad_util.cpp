@@ -4,6 +4,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "op_info.h"
 #include "reference/test_ref_grad.h"
 
 namespace tt::reference::grad {
@@ -189,10 +190,7 @@ void run_case(const json& c, const Runner& run) {
   }
 }
 
-const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "pow", "maximum", "minimum"};
-const std::set<std::string> kUnary = {"neg", "exp", "log", "sqrt", "rsqrt", "abs",
-                                      "sin", "cos", "tanh", "sigmoid", "relu"};
-const std::set<std::string> kReduction = {"sum", "mean", "max", "min", "var", "std"};
+const std::set<std::string> kReduction = {"sum", "mean", "max", "min", "amax", "amin", "var", "std"};
 const std::set<std::string> kView = {"view",    "reshape", "flatten", "transpose", "t",      "permute",    "unsqueeze",
                                      "squeeze", "expand",  "slice",   "select",    "narrow", "contiguous", "clone"};
 const std::set<std::string> kJoin = {"cat", "stack", "split", "chunk"};
@@ -202,8 +200,11 @@ const std::set<std::string> kMatmul = {"matmul", "mm", "bmm", "dot", "linear"};
 }  // namespace
 
 std::vector<Tensor> foundation_op(const std::string& op, const json& args, std::vector<Input>& in) {
-  if (kBinary.count(op)) return runners::binary(op, args, in);
-  if (kUnary.count(op)) return runners::unary(op, args, in);
+  // The elementwise ops come from backend/op_table.h (op_info.h); comparisons have no gradient.
+  BinaryOp binary_op;
+  UnaryOp unary_op;
+  if (testing::find_binary(op, binary_op) && !is_comparison(binary_op)) return runners::binary(op, args, in);
+  if (testing::find_unary(op, unary_op)) return runners::unary(op, args, in);
   if (kReduction.count(op)) return runners::reduction(op, args, in);
   if (kView.count(op)) return runners::view(op, args, in);
   if (kJoin.count(op)) return runners::join(op, args, in);

@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "op_info.h"
 #include "reference/runners.h"
 
 namespace {
@@ -12,12 +13,8 @@ namespace {
 using namespace tt::reference;
 
 std::vector<tt::Tensor> run_any(const std::string& op, const json& args, std::vector<Input>& in) {
-  static const std::set<std::string> binary = {"add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                               "eq", "ne", "lt", "le", "gt", "ge"};
-  static const std::set<std::string> unary = {"neg", "exp", "log", "sqrt", "rsqrt", "abs",
-                                              "sin", "cos", "tanh", "sigmoid", "relu"};
   static const std::set<std::string> inplace = {"add_", "sub_", "mul_", "div_", "neg_", "exp_", "relu_"};
-  static const std::set<std::string> reduction = {"sum", "mean", "max", "min", "argmax", "argmin", "var", "std"};
+  static const std::set<std::string> reduction = {"sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std"};
   static const std::set<std::string> view = {"view", "reshape", "flatten", "transpose", "t", "permute",
                                              "unsqueeze", "squeeze", "expand", "slice", "select",
                                              "narrow", "contiguous", "clone"};
@@ -26,8 +23,10 @@ std::vector<tt::Tensor> run_any(const std::string& op, const json& args, std::ve
                                                  "masked_fill", "masked_fill_", "where"};
   static const std::set<std::string> matmul = {"matmul", "mm", "bmm", "dot"};
   static const std::set<std::string> convert = {"to", "copy_", "fill_"};
-  if (binary.count(op)) return runners::binary(op, args, in);
-  if (unary.count(op)) return runners::unary(op, args, in);
+  tt::BinaryOp binary_op;
+  tt::UnaryOp unary_op;
+  if (tt::testing::find_binary(op, binary_op)) return runners::binary(op, args, in);
+  if (tt::testing::find_unary(op, unary_op)) return runners::unary(op, args, in);
   if (inplace.count(op)) return runners::inplace(op, args, in);
   if (reduction.count(op)) return runners::reduction(op, args, in);
   if (view.count(op)) return runners::view(op, args, in);

@@ -1,4 +1,4 @@
-// Reductions against PyTorch fixtures (reduction.json): sum mean max min argmax argmin var std
+// Reductions against PyTorch fixtures (reduction.json): sum mean max min amax amin argmax argmin var std
 // over all dims, one dim and dim lists, keepdim, float32/float64/int64/bool, strided, empty and
 // 0-d inputs, NaN and infinities. An empty dims list means every dim, in both libraries.
 #include <stdexcept>
@@ -27,6 +27,11 @@ std::vector<Tensor> runners::reduction(const std::string& op, const json& args, 
     int64_t dim = args["dim"].get<int64_t>();
     bool keep = args.at("keepdim").get<bool>();
     return {op == "argmax" ? tt::argmax(t, dim, keep) : tt::argmin(t, dim, keep)};
+  }
+  if (op == "amax" || op == "amin") {
+    Shape dims = parse_shape(args["dims"]);
+    bool keep = args["keepdim"].get<bool>();
+    return {op == "amax" ? t.amax(dims, keep) : t.amin(dims, keep)};
   }
   if (op == "var" || op == "std") {
     if (!args.contains("dims")) return {op == "var" ? tt::var(t) : tt::std(t)};

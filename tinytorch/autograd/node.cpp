@@ -13,12 +13,8 @@
 namespace tt {
 
 namespace {
-thread_local bool grad_mode_enabled = true;
 std::atomic<uint64_t> next_sequence_nr{0};
 }  // namespace
-
-bool GradMode::is_enabled() { return grad_mode_enabled; }
-void GradMode::set_enabled(bool enabled) { grad_mode_enabled = enabled; }
 
 namespace autograd {
 
@@ -85,6 +81,12 @@ SavedVariable::SavedVariable(const Tensor& t) {
   } else {
     data_ = t;
   }
+}
+
+SavedVariable save_output(const Tensor& out, const Node& node) {
+  TT_CHECK(out.grad_fn().get() == &node, node.name(), ": internal error: an output is saved before "
+           "set_history points it at its node, which would make a reference cycle");
+  return SavedVariable(out);
 }
 
 Tensor SavedVariable::unpack() const {

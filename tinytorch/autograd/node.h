@@ -75,6 +75,12 @@ class SavedVariable {
   std::weak_ptr<Node> weak_fn_;
 };
 
+// Saves an op's own output `out` for the backward of `node`, the node that produced it. It must
+// be called after set_history(out, node): the output is then kept as a weak link to its node,
+// which is what keeps node -> saved output -> node from being a cycle that leaks the graph. A
+// call in the wrong order throws (the rule used to live in comments beside each caller).
+SavedVariable save_output(const Tensor& out, const Node& node);
+
 // Graph-recording helpers used by ops.
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 // The edge a gradient for `t` should travel along (its grad_fn, or its AccumulateGrad).

@@ -8,48 +8,13 @@
 
 #include <cstdint>
 
+#include "tinytorch/backend/kernel_args.h"
+#include "tinytorch/backend/op_table.h"
 #include "tinytorch/core/device.h"
 #include "tinytorch/core/scalar.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
-
-// Unary elementwise ops. Float-only ops (exp, log, ...) get a floating dtype from ops/.
-enum class UnaryOp : uint8_t { Neg, Exp, Log, Sqrt, Rsqrt, Abs, Sin, Cos, Tanh, Sigmoid, Relu, NumOps };
-// Binary elementwise ops. Comparisons write a bool `out`; the others write the input dtype.
-enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Ne, Lt, Le, Gt, Ge, NumOps
-};
-enum class ReduceOp : uint8_t { Sum, Max, Min, ArgMax, ArgMin, NumOps };
-// Pointwise activations with a fused backward (ops/activation.cpp). GeluTanh is GELU's tanh
-// approximation; LeakyRelu takes its negative slope as the kernels' `param`.
-enum class ActivationOp : uint8_t { Gelu, GeluTanh, Silu, LeakyRelu, NumOps };
-
-// Hyperparameters of one fused optimizer step, prepared on the host by optim/ (ops/optim_step.h).
-struct SgdStepArgs {
-  double lr = 0, momentum = 0, dampening = 0, weight_decay = 0;
-  bool nesterov = false, maximize = false;
-  bool first_step = false;  // the momentum buffer holds nothing yet: it starts as the gradient
-};
-// Scale and causality of one fused attention call (ops/attention.cpp).
-struct AttentionArgs {
-  double scale = 1;
-  bool causal = false;  // query i sees keys j <= i only (top-left aligned when Tq != Tk)
-};
-
-struct AdamStepArgs {
-  double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
-  bool decoupled = false;  // AdamW: decay the parameter, not the gradient
-  bool amsgrad = false, maximize = false;
-  double step_size = 0;              // lr / (1 - beta1^step)
-  double bias_correction2_sqrt = 1;  // sqrt(1 - beta2^step)
-};
-
-const char* op_name(UnaryOp op);
-const char* op_name(BinaryOp op);
-const char* op_name(ReduceOp op);
-const char* op_name(ActivationOp op);
-inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 
 class Backend {
  public:

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "tinytorch/backend/host_device.h"
+#include "tinytorch/core/host_device.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tinytorch/backend/cuda/entry.h"
 #include "tinytorch/core/error.h"
 
 namespace tt {
@@ -98,10 +99,6 @@ class CpuCachingAllocator final : public Allocator {
 };
 
 }  // namespace
-
-#ifdef TINYTORCH_HAS_CUDA
-Allocator& cuda_allocator(int index);  // backend/cuda
-#endif
 
 Allocator& allocator_for(const Device& device) {
   if (device.is_cpu()) {

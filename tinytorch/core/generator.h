@@ -1,4 +1,4 @@
-// Generator: the seed and position of the counter-based random stream (see backend/philox.h).
+// Generator: the seed and position of the counter-based random stream (see core/philox.h).
 // A request for n numbers takes the counters [offset, offset + n) and advances offset, so the
 // same seed gives the same tensors on any thread count.
 #pragma once

@@ -55,6 +55,18 @@ class Shape {
   int n_ = 0;
 };
 
+// The dims a reduction covers, as an argument: a braced list ({0, 2}), a Shape, or one dim alone,
+// so x.sum(1), x.mean(-1, /*keepdim=*/true) and x.amax({0, 1}) all read as in LibTorch, whose
+// IntArrayRef takes a single int64_t too. An empty list means every dim.
+struct DimList {
+  DimList() = default;
+  DimList(int64_t dim) : dims{dim} {}                           // NOLINT: one dim, as LibTorch
+  DimList(std::initializer_list<int64_t> list) : dims(list) {}  // NOLINT
+  DimList(const Shape& list) : dims(list) {}                    // NOLINT
+  DimList(const std::vector<int64_t>& list) : dims(list) {}     // NOLINT
+  Shape dims;
+};
+
 std::ostream& operator<<(std::ostream& os, const Shape& s);  // [2, 3]
 
 int64_t numel_of(const Shape& shape);

@@ -79,29 +79,6 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_gra
   autograd::backward({*this}, {gradient}, retain_graph, create_graph);
 }
 
-void Tensor::register_hook(std::function<Tensor(const Tensor&)> fn) const {
-  TT_CHECK(requires_grad(), "register_hook: cannot register a hook on a tensor that does not require grad");
-  if (is_leaf()) {  // kept on the tensor: its AccumulateGrad node may come and go with graphs
-    impl().hooks.push_back(std::move(fn));
-    return;
-  }
-  grad_fn()->pre_hooks.emplace_back(impl().output_nr, std::move(fn));
-}
-
-void Tensor::retain_grad() const {
-  TT_CHECK(requires_grad(), "retain_grad: cannot retain the grad of a tensor that does not require grad");
-  if (is_leaf() || impl().retains_grad) return;  // leaves keep their grad anyway
-  impl().retains_grad = true;
-  std::weak_ptr<TensorImpl> weak = impl_;
-  grad_fn()->pre_hooks.emplace_back(impl().output_nr, [weak](const Tensor& g) {
-    if (auto t = weak.lock()) {
-      Tensor d = g.detach();
-      t->grad = t->grad ? (Tensor(t->grad) + d).impl_ptr() : d.clone().impl_ptr();
-    }
-    return Tensor();
-  });
-}
-
 Tensor Tensor::detach() const {
   return detail::make_tensor(storage(), storage_offset(), shape(), strides(), dtype());
 }
@@ -190,9 +167,9 @@ Tensor& Tensor::exp_() { return detail::unary_inplace(UnaryOp::Exp, *this); }
 Tensor& Tensor::relu_() { return detail::unary_inplace(UnaryOp::Relu, *this); }
 
 Tensor Tensor::sum() const { return tt::sum(*this); }
-Tensor Tensor::sum(const Shape& d, bool k) const { return tt::sum(*this, d, k); }
+Tensor Tensor::sum(DimList d, bool k) const { return tt::sum(*this, d, k); }
 Tensor Tensor::mean() const { return tt::mean(*this); }
-Tensor Tensor::mean(const Shape& d, bool k) const { return tt::mean(*this, d, k); }
+Tensor Tensor::mean(DimList d, bool k) const { return tt::mean(*this, d, k); }
 Tensor Tensor::max() const { return tt::max(*this); }
 std::tuple<Tensor, Tensor> Tensor::max(int64_t d, bool k) const { return tt::max(*this, d, k); }
 Tensor Tensor::min() const { return tt::min(*this); }
@@ -201,10 +178,12 @@ Tensor Tensor::argmax() const { return tt::argmax(*this); }
 Tensor Tensor::argmax(int64_t d, bool k) const { return tt::argmax(*this, d, k); }
 Tensor Tensor::argmin() const { return tt::argmin(*this); }
 Tensor Tensor::argmin(int64_t d, bool k) const { return tt::argmin(*this, d, k); }
+Tensor Tensor::amax(DimList d, bool k) const { return tt::amax(*this, d, k); }
+Tensor Tensor::amin(DimList d, bool k) const { return tt::amin(*this, d, k); }
 Tensor Tensor::var() const { return tt::var(*this); }
-Tensor Tensor::var(const Shape& d, int64_t c, bool k) const { return tt::var(*this, d, c, k); }
+Tensor Tensor::var(DimList d, int64_t c, bool k) const { return tt::var(*this, d, c, k); }
 Tensor Tensor::std() const { return tt::std(*this); }
-Tensor Tensor::std(const Shape& d, int64_t c, bool k) const { return tt::std(*this, d, c, k); }
+Tensor Tensor::std(DimList d, int64_t c, bool k) const { return tt::std(*this, d, c, k); }
 
 Tensor Tensor::matmul(const Tensor& o) const { return tt::matmul(*this, o); }
 Tensor Tensor::mm(const Tensor& o) const { return tt::mm(*this, o); }

@@ -205,11 +205,11 @@ class Tensor {
   Tensor& exp_();
   Tensor& relu_();
 
-  // --- reductions -------------------------------------------------------------------------
+  // --- reductions: a dims argument takes {0, 2}, a Shape or one dim (x.sum(1, true)) ---------
   Tensor sum() const;
-  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  Tensor sum(DimList dims, bool keepdim = false) const;
   Tensor mean() const;
-  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor mean(DimList dims, bool keepdim = false) const;
   Tensor max() const;
   std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
   Tensor min() const;
@@ -218,12 +218,14 @@ class Tensor {
   Tensor argmax(int64_t dim, bool keepdim = false) const;
   Tensor argmin() const;
   Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor amax(DimList dims = {}, bool keepdim = false) const;  // see tt::amax
+  Tensor amin(DimList dims = {}, bool keepdim = false) const;
   // correction = 1 is the unbiased estimator (PyTorch's default); an empty dims list means all
   // dims: t.var({}, 0) is the population variance of every element.
   Tensor var() const;
-  Tensor var(const Shape& dims, int64_t correction = 1, bool keepdim = false) const;
+  Tensor var(DimList dims, int64_t correction = 1, bool keepdim = false) const;
   Tensor std() const;
-  Tensor std(const Shape& dims, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(DimList dims, int64_t correction = 1, bool keepdim = false) const;
 
   // --- linear algebra ---------------------------------------------------------------------
   Tensor matmul(const Tensor& o) const;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <utility>
 
-#include "tinytorch/backend/philox.h"
+#include "tinytorch/core/philox.h"
 #include "tinytorch/core/error.h"
 
 namespace tt::data {

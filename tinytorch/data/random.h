@@ -1,7 +1,7 @@
 // Deterministic randomness for the data layer: a stream of Philox draws and the permutations
 // built from it (the DataLoader's shuffle, train_test_split, the synthetic datasets).
 //
-// Everything here is integer arithmetic on Philox4x32-10 (backend/philox.h) with our own
+// Everything here is integer arithmetic on Philox4x32-10 (core/philox.h) with our own
 // uniform-integer draw, so the same (seed, stream) gives the same permutation on every platform,
 // compiler and standard library. std::shuffle and std::uniform_int_distribution are deliberately
 // not used: their algorithms are implementation-defined. (Normal draws go through std::log and

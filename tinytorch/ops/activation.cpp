@@ -92,7 +92,7 @@ Tensor softmax_impl(const Tensor& x, int64_t dim) {
   Tensor out = Op::forward(x, d);
   if (auto node = autograd::make_node<Op>({&x})) {
     autograd::set_history(out, node);
-    node->saved.out = SavedVariable(out);  // after set_history: saved as a weak link, no cycle
+    node->saved.out = autograd::save_output(out, *node);
     node->saved.dim = d;
   }
   return out;

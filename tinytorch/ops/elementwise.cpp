@@ -59,191 +59,154 @@ Tensor binary_scalar(BinaryOp op, const Tensor& a, Scalar b) {
   return binary_op(op, a, wrapped_scalar(b, common));
 }
 
-bool is_float_only(UnaryOp op) {
-  return op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu;
+// Applies the op's dtype rule (backend/op_table.h): Floating ops turn integer and bool inputs
+// into float32, NoBool ops refuse bool.
+Tensor unary_input(UnaryOp op, const Tensor& a) {
+  const UnaryInfo& info = unary_info(op);
+  switch (info.dtypes) {
+    case DtypeRule::Floating: return a.is_floating_point() ? a : to_dtype(a, kFloat32);
+    case DtypeRule::NoBool:
+      TT_CHECK_DTYPE(a.dtype() != kBool, info.name, ": not supported for bool tensors", info.bool_hint);
+      return a;
+  }
+  return a;
 }
 
 Tensor unary_kernel(UnaryOp op, const Tensor& a) {
-  TT_CHECK_DTYPE(!(op == UnaryOp::Neg && a.dtype() == kBool), "neg: negation, the `-` operator, "
-                 "on a bool tensor is not supported; use logical_not instead");
-  TT_CHECK_DTYPE(!((op == UnaryOp::Abs || op == UnaryOp::Relu) && a.dtype() == kBool), op_name(op),
-                 ": not supported for bool tensors");
-  Tensor in = (is_float_only(op) && !a.is_floating_point()) ? to_dtype(a, kFloat32) : a;
+  Tensor in = unary_input(op, a);
   Tensor out = empty(in.shape(), in.options());
   backend_for(in.device()).unary(op, out, in);
   return out;
 }
 
 // --- derivatives ------------------------------------------------------------------------------
-// g: the gradient of the output; results are reduced to each input's shape and dtype.
+// One autograd node per row of TT_UNARY_OPS and TT_BINARY_OPS (backend/op_table.h), generated
+// from the row: its name, what it saves and its derivative formula. The formulas read g (the
+// output's gradient) and the saved in/out (unary) or a/b/out (binary); binary gradients are then
+// summed back to each input's shape and dtype (broadcasting).
+//
+// Note [save policy]: a node saves a tensor only when a gradient it will compute reads it: the
+// table gives, per gradient, the tensors its formula reads (saves_for_a, saves_for_b), and an
+// input's gradient is computed only when that input requires grad. mul saves b only when a
+// requires grad, so a frozen weight times an activation keeps no activation alive.
 using autograd::SavedVariable;
 using autograd::TensorList;
 using autograd::reduce_grad;
 
-struct BinarySaved {
-  SavedVariable a, b, out;
-  Shape a_shape, b_shape;
-  ScalarType a_dtype = kFloat32, b_dtype = kFloat32;
-  bool need_a = false, need_b = false;  // which inputs want a gradient
-  // The gradient for each input, reduced to its shape and dtype; skipped where not needed.
-  TensorList grads(const std::function<Tensor()>& ga, const std::function<Tensor()>& gb) const {
-    return {need_a ? reduce_grad(ga(), a_shape, a_dtype) : Tensor(),
-            need_b ? reduce_grad(gb(), b_shape, b_dtype) : Tensor()};
-  }
-};
-
-struct Add {
-  static constexpr const char* kName = "AddBackward0";
-  using Saved = BinarySaved;
-  static TensorList backward(const Saved& s, const TensorList& g) {
-    return s.grads([&] { return g[0]; }, [&] { return g[0]; });
-  }
-};
-struct Sub {
-  static constexpr const char* kName = "SubBackward0";
-  using Saved = BinarySaved;
-  static TensorList backward(const Saved& s, const TensorList& g) {
-    return s.grads([&] { return g[0]; }, [&] { return neg(g[0]); });
-  }
-};
-struct Mul {
-  static constexpr const char* kName = "MulBackward0";
-  using Saved = BinarySaved;
-  static TensorList backward(const Saved& s, const TensorList& g) {
-    // TT_EXERCISE_BEGIN(04)
-    return s.grads([&] { return mul(g[0], s.b.unpack()); }, [&] { return mul(g[0], s.a.unpack()); });
-    // TT_EXERCISE_END
-  }
-};
-struct Div {  // d(a/b) = da/b - a db/b²
-  static constexpr const char* kName = "DivBackward0";
-  using Saved = BinarySaved;
-  static TensorList backward(const Saved& s, const TensorList& g) {
-    Tensor b = s.b.unpack();
-    Tensor ga = div(g[0], b);
-    return s.grads([&] { return ga; }, [&] { return neg(div(mul(ga, s.a.unpack()), b)); });
-  }
-};
-struct Pow {  // d(a^b) = b a^(b-1) da + a^b log(a) db, with the db term 0 where a == 0 (as PyTorch)
-  static constexpr const char* kName = "PowBackward0";
-  using Saved = BinarySaved;
-  static TensorList backward(const Saved& s, const TensorList& g) {
-    Tensor a = s.a.unpack(), b = s.b.unpack();
-    return s.grads([&] { return mul(g[0], mul(b, pow(a, sub(b, 1)))); },
-                   [&] {
-                     Tensor out = s.out.unpack();
-                     Tensor zero = scalar_tensor(0, out.options());
-                     return where(eq(a, scalar_tensor(0, a.options())), zero, mul(g[0], mul(out, log(a))));
-                   });
-  }
-};
-// maximum/minimum: the gradient goes to the larger (smaller) input; ties split it in half.
-template <bool kMax>
-TensorList extremum_backward(const BinarySaved& s, const TensorList& g) {
-  Tensor a = s.a.unpack(), b = s.b.unpack();
-  Tensor half = where(eq(a, b), div(g[0], 2), g[0]);
-  Tensor zero = scalar_tensor(0, half.options());
-  return s.grads([&] { return where(kMax ? lt(a, b) : gt(a, b), zero, half); },
-                 [&] { return where(kMax ? gt(a, b) : lt(a, b), zero, half); });
+// Helpers the table's derivative formulas call.
+Tensor one_minus(const Tensor& t) { return sub(scalar_tensor(1, t.options()), t); }
+// d(a*b)/da = b and d(a*b)/db = a: the gradient of one factor is g times the other.
+Tensor mul_grad(const Tensor& g, const Tensor& other) {
+  // TT_EXERCISE_BEGIN(04)
+  return mul(g, other);
+  // TT_EXERCISE_END
 }
-struct Maximum {
-  static constexpr const char* kName = "MaximumBackward0";
-  using Saved = BinarySaved;
-  static TensorList backward(const Saved& s, const TensorList& g) { return extremum_backward<true>(s, g); }
-};
-struct Minimum {
-  static constexpr const char* kName = "MinimumBackward0";
-  using Saved = BinarySaved;
-  static TensorList backward(const Saved& s, const TensorList& g) { return extremum_backward<false>(s, g); }
-};
-
-template <typename Op>
-void record_binary(const Tensor& out, const Tensor& a, const Tensor& b, bool save_a, bool save_b, bool save_out) {
-  auto node = autograd::make_node<Op>({&a, &b});
-  if (!node) return;
-  BinarySaved& s = node->saved;
-  autograd::set_history(out, node);  // first: a saved output must see its grad_fn (no cycle)
-  if (save_a) s.a = SavedVariable(a);
-  if (save_b) s.b = SavedVariable(b);
-  if (save_out) s.out = SavedVariable(out);
-  s.a_shape = a.shape();
-  s.b_shape = b.shape();
-  s.a_dtype = a.dtype();
-  s.b_dtype = b.dtype();
-  s.need_a = a.requires_grad();
-  s.need_b = b.requires_grad();
+// d(a^b)/da = b a^(b-1).
+Tensor pow_grad_base(const Tensor& g, const Tensor& a, const Tensor& b) { return mul(g, mul(b, pow(a, sub(b, 1)))); }
+// d(a^b)/db = a^b log(a), 0 where a == 0 (as PyTorch).
+Tensor pow_grad_exponent(const Tensor& g, const Tensor& a, const Tensor& out) {
+  Tensor zero = scalar_tensor(0, out.options());
+  return where(eq(a, scalar_tensor(0, a.options())), zero, mul(g, mul(out, log(a))));
 }
-
-Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
-  Tensor out = binary_kernel(op, a, b);
-  if (!GradMode::is_enabled() || !(a.requires_grad() || b.requires_grad()) || !out.is_floating_point())
-    return out;
-  switch (op) {
-    case BinaryOp::Add: record_binary<Add>(out, a, b, false, false, false); break;
-    case BinaryOp::Sub: record_binary<Sub>(out, a, b, false, false, false); break;
-    case BinaryOp::Mul: record_binary<Mul>(out, a, b, b.requires_grad(), a.requires_grad(), false); break;
-    case BinaryOp::Div: record_binary<Div>(out, a, b, b.requires_grad(), true, false); break;
-    case BinaryOp::Pow: record_binary<Pow>(out, a, b, true, true, b.requires_grad()); break;
-    case BinaryOp::Maximum: record_binary<Maximum>(out, a, b, true, true, false); break;
-    case BinaryOp::Minimum: record_binary<Minimum>(out, a, b, true, true, false); break;
-    default: break;  // comparisons have no gradient
-  }
-  return out;
+// maximum/minimum: the gradient of x against the other operand y goes to x where x wins; ties
+// split it in half.
+Tensor extremum_grad(const Tensor& g, const Tensor& x, const Tensor& y, bool is_max) {
+  Tensor half = where(eq(x, y), div(g, 2), g);
+  return where(is_max ? lt(x, y) : gt(x, y), scalar_tensor(0, half.options()), half);
 }
 
 struct UnarySaved {
   SavedVariable in, out;
 };
-#define TT_UNARY_OP(Name, kname, formula)                                      \
-  struct Name {                                                                \
-    static constexpr const char* kName = kname;                                \
-    using Saved = UnarySaved;                                                  \
-    static TensorList backward(const Saved& s, const TensorList& grads) {      \
-      const Tensor& g = grads[0];                                              \
-      Tensor in = s.in.unpack(), out = s.out.unpack();                         \
-      (void)in;                                                                \
-      (void)out;                                                               \
-      return {formula};                                                        \
-    }                                                                          \
-  };
-TT_UNARY_OP(Neg, "NegBackward0", neg(g))
-TT_UNARY_OP(Exp, "ExpBackward0", mul(g, out))                                        // e^x
-TT_UNARY_OP(Log, "LogBackward0", div(g, in))                                         // 1/x
-TT_UNARY_OP(Sqrt, "SqrtBackward0", div(g, mul(out, 2)))                              // 1/(2√x)
-TT_UNARY_OP(Rsqrt, "RsqrtBackward0", mul(g, mul(pow(out, 3), -0.5)))                 // -x^(-3/2)/2
-TT_UNARY_OP(Abs, "AbsBackward0", where(in > 0, g, where(in < 0, neg(g), zeros_like(g))))  // sign(x)
-TT_UNARY_OP(Sin, "SinBackward0", mul(g, cos(in)))
-TT_UNARY_OP(Cos, "CosBackward0", neg(mul(g, sin(in))))
-TT_UNARY_OP(Tanh, "TanhBackward0", mul(g, sub(scalar_tensor(1, out.options()), mul(out, out))))  // 1 - tanh²
-TT_UNARY_OP(Sigmoid, "SigmoidBackward0", mul(g, mul(out, sub(scalar_tensor(1, out.options()), out))))  // σ(1-σ)
-TT_UNARY_OP(Relu, "ReluBackward0", where(out > 0, g, zeros_like(g)))
-#undef TT_UNARY_OP
 
-template <typename Op>
-void record_unary(const Tensor& out, const Tensor& in, bool save_in, bool save_out) {
-  auto node = autograd::make_node<Op>({&in});
+#define TT_UNARY_NODE(Enum, fn, node, dtypes, domain, saves, hint, ...)   \
+  struct Enum##Backward {                                                 \
+    static constexpr const char* kName = node;                            \
+    using Saved = UnarySaved;                                             \
+    static TensorList backward(const Saved& s, const TensorList& grads) { \
+      const Tensor& g = grads[0];                                         \
+      [[maybe_unused]] const Tensor in = s.in.unpack();                   \
+      [[maybe_unused]] const Tensor out = s.out.unpack();                 \
+      return {__VA_ARGS__};                                               \
+    }                                                                     \
+  };
+TT_UNARY_OPS(TT_UNARY_NODE)
+#undef TT_UNARY_NODE
+
+template <typename Node>
+void record_unary(const Tensor& out, const Tensor& in, uint8_t saves) {
+  auto node = autograd::make_node<Node>({&in});
   if (!node) return;
-  autograd::set_history(out, node);  // first: a saved output must see its grad_fn (no cycle)
-  if (save_in) node->saved.in = SavedVariable(in);
-  if (save_out) node->saved.out = SavedVariable(out);
+  autograd::set_history(out, node);
+  if (saves & kSaveIn) node->saved.in = SavedVariable(in);
+  if (saves & kSaveOut) node->saved.out = autograd::save_output(out, *node);
 }
 
 Tensor unary_op(UnaryOp op, const Tensor& a) {
   Tensor out = unary_kernel(op, a);
   if (!GradMode::is_enabled() || !a.requires_grad()) return out;
   switch (op) {
-    case UnaryOp::Neg: record_unary<Neg>(out, a, false, false); break;
-    case UnaryOp::Exp: record_unary<Exp>(out, a, false, true); break;
-    case UnaryOp::Log: record_unary<Log>(out, a, true, false); break;
-    case UnaryOp::Sqrt: record_unary<Sqrt>(out, a, false, true); break;
-    case UnaryOp::Rsqrt: record_unary<Rsqrt>(out, a, false, true); break;
-    case UnaryOp::Abs: record_unary<Abs>(out, a, true, false); break;
-    case UnaryOp::Sin: record_unary<Sin>(out, a, true, false); break;
-    case UnaryOp::Cos: record_unary<Cos>(out, a, true, false); break;
-    case UnaryOp::Tanh: record_unary<Tanh>(out, a, false, true); break;
-    case UnaryOp::Sigmoid: record_unary<Sigmoid>(out, a, false, true); break;
-    case UnaryOp::Relu: record_unary<Relu>(out, a, false, true); break;
-    default: break;
+#define TT_UNARY_RECORD(Enum, fn, node, dtypes, domain, saves, ...) \
+  case UnaryOp::Enum: return record_unary<Enum##Backward>(out, a, saves), out;
+    TT_UNARY_OPS(TT_UNARY_RECORD)
+#undef TT_UNARY_RECORD
+  }
+  return out;
+}
+
+struct BinarySaved {
+  SavedVariable a, b, out;
+  Shape a_shape, b_shape;
+  ScalarType a_dtype = kFloat32, b_dtype = kFloat32;
+  bool need_a = false, need_b = false;  // which inputs want a gradient
+};
+
+#define TT_BINARY_NODE(Enum, fn, node, kind, saves_a, saves_b, grad_a, grad_b)                 \
+  struct Enum##Backward {                                                                      \
+    static constexpr const char* kName = node;                                                 \
+    using Saved = BinarySaved;                                                                 \
+    static TensorList backward(const Saved& s, const TensorList& grads) {                      \
+      [[maybe_unused]] const Tensor& g = grads[0];                                             \
+      [[maybe_unused]] const Tensor a = s.a.unpack();                                          \
+      [[maybe_unused]] const Tensor b = s.b.unpack();                                          \
+      [[maybe_unused]] const Tensor out = s.out.unpack();                                      \
+      return {s.need_a ? reduce_grad(grad_a, s.a_shape, s.a_dtype) : Tensor(),                 \
+              s.need_b ? reduce_grad(grad_b, s.b_shape, s.b_dtype) : Tensor()};                \
+    }                                                                                          \
+  };
+TT_BINARY_OPS(TT_BINARY_NODE)
+#undef TT_BINARY_NODE
+
+// Records a differentiable binary op, saving what its gradients read (Note [save policy]).
+template <typename Node>
+void record_binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  auto node = autograd::make_node<Node>({&a, &b});
+  if (!node) return;
+  autograd::set_history(out, node);
+  BinarySaved& s = node->saved;
+  s.need_a = a.requires_grad();
+  s.need_b = b.requires_grad();
+  const BinaryInfo& info = binary_info(op);
+  const uint8_t saves = (s.need_a ? info.saves_for_a : 0) | (s.need_b ? info.saves_for_b : 0);
+  if (saves & kSaveA) s.a = SavedVariable(a);
+  if (saves & kSaveB) s.b = SavedVariable(b);
+  if (saves & kSaveOut) s.out = autograd::save_output(out, *node);
+  s.a_shape = a.shape();
+  s.b_shape = b.shape();
+  s.a_dtype = a.dtype();
+  s.b_dtype = b.dtype();
+}
+
+Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
+  Tensor out = binary_kernel(op, a, b);
+  if (!GradMode::is_enabled() || !(a.requires_grad() || b.requires_grad()) || !out.is_floating_point() ||
+      is_comparison(op))
+    return out;
+  switch (op) {
+#define TT_BINARY_RECORD(Enum, ...) \
+  case BinaryOp::Enum: return record_binary<Enum##Backward>(op, out, a, b), out;
+    TT_BINARY_OPS(TT_BINARY_RECORD)
+#undef TT_BINARY_RECORD
   }
   return out;
 }
@@ -312,17 +275,10 @@ Tensor sub(const Tensor& a, Scalar b) { return binary_scalar(BinaryOp::Sub, a, b
 Tensor mul(const Tensor& a, Scalar b) { return binary_scalar(BinaryOp::Mul, a, b); }
 Tensor div(const Tensor& a, Scalar b) { return binary_scalar(BinaryOp::Div, a, b); }
 
-Tensor neg(const Tensor& a) { return unary_op(UnaryOp::Neg, a); }
-Tensor exp(const Tensor& a) { return unary_op(UnaryOp::Exp, a); }
-Tensor log(const Tensor& a) { return unary_op(UnaryOp::Log, a); }
-Tensor sqrt(const Tensor& a) { return unary_op(UnaryOp::Sqrt, a); }
-Tensor rsqrt(const Tensor& a) { return unary_op(UnaryOp::Rsqrt, a); }
-Tensor abs(const Tensor& a) { return unary_op(UnaryOp::Abs, a); }
-Tensor sin(const Tensor& a) { return unary_op(UnaryOp::Sin, a); }
-Tensor cos(const Tensor& a) { return unary_op(UnaryOp::Cos, a); }
-Tensor tanh(const Tensor& a) { return unary_op(UnaryOp::Tanh, a); }
-Tensor sigmoid(const Tensor& a) { return unary_op(UnaryOp::Sigmoid, a); }
-Tensor relu(const Tensor& a) { return unary_op(UnaryOp::Relu, a); }
+#define TT_UNARY_FUNCTION(Enum, fn, ...) \
+  Tensor fn(const Tensor& a) { return unary_op(UnaryOp::Enum, a); }
+TT_UNARY_OPS(TT_UNARY_FUNCTION)
+#undef TT_UNARY_FUNCTION
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   TT_CHECK_DTYPE(cond.dtype() == kBool, "where: expected condition to be a bool tensor, got dtype ",
@@ -347,6 +303,9 @@ Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
 
 // --- in-place forms, shared by Tensor::add_ and friends --------------------------------------
 namespace detail {
+Tensor unary(UnaryOp op, const Tensor& a) { return unary_op(op, a); }
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) { return binary_op(op, a, b); }
+
 bool can_cast(ScalarType from, ScalarType to) { return category(from) <= category(to); }
 
 void check_sub_dtypes(ScalarType a, ScalarType b) {
@@ -391,8 +350,11 @@ Tensor& binary_inplace(BinaryOp op, Tensor& self, Scalar other) {
 }
 
 Tensor& unary_inplace(UnaryOp op, Tensor& self) {
-  TT_CHECK_DTYPE(!is_float_only(op) || self.is_floating_point(), op_name(op),
+  const UnaryInfo& info = unary_info(op);
+  TT_CHECK_DTYPE(info.dtypes != DtypeRule::Floating || self.is_floating_point(), info.name,
                  "_: result type float32 can't be cast to the desired output type ", self.dtype());
+  TT_CHECK_DTYPE(info.dtypes != DtypeRule::NoBool || self.dtype() != kBool, info.name,
+                 "_: not supported for bool tensors", info.bool_hint);
   check_writable(self, op_name(op));
   if (inplace_needs_history(self, {}))  // Note [in-place ops and autograd]
     return adopt_result(self, unary_op(op, clone(self)), detail::concat(op_name(op), "_").c_str());

@@ -1,8 +1,8 @@
 // Elementwise ops with broadcasting and type promotion: arithmetic, comparisons, unary math,
-// where, and their in-place forms.
+// where, and their in-place forms. Each op is a row of the tables in backend/op_table.h.
 #pragma once
 
-#include "tinytorch/backend/backend.h"
+#include "tinytorch/backend/op_table.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
@@ -31,19 +31,13 @@ Tensor sub(const Tensor& a, Scalar b);
 Tensor mul(const Tensor& a, Scalar b);
 Tensor div(const Tensor& a, Scalar b);
 
-// Unary math. Float-only ops (exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid) turn integer
-// and bool inputs into float32 first, as PyTorch does.
-Tensor neg(const Tensor& a);
-Tensor exp(const Tensor& a);
-Tensor log(const Tensor& a);
-Tensor sqrt(const Tensor& a);
-Tensor rsqrt(const Tensor& a);
-Tensor abs(const Tensor& a);
-Tensor sin(const Tensor& a);
-Tensor cos(const Tensor& a);
-Tensor tanh(const Tensor& a);
-Tensor sigmoid(const Tensor& a);
-Tensor relu(const Tensor& a);
+// Unary math: one function per row of TT_UNARY_OPS in backend/op_table.h, Tensor fn(const
+// Tensor& a) for tt::exp, tt::log, tt::sqrt, tt::relu and the rest; the table lists them all
+// with their dtype rule. Floating ops turn integer and bool inputs into float32 first, as
+// PyTorch does; NoBool ops (neg, abs, relu) keep the dtype and refuse bool.
+#define TT_UNARY_DECLARATION(Enum, fn, ...) Tensor fn(const Tensor& a);
+TT_UNARY_OPS(TT_UNARY_DECLARATION)
+#undef TT_UNARY_DECLARATION
 
 // cond ? a : b, broadcasting all three. cond must be bool.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -51,6 +45,10 @@ Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 
 namespace detail {
+// An elementwise op by its table row (backend/op_table.h): detail::unary(UnaryOp::Exp, x) is
+// exp(x), detail::binary(BinaryOp::Mul, a, b) is mul(a, b). For code that iterates the tables.
+Tensor unary(UnaryOp op, const Tensor& a);
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
 // In-place forms behind Tensor::add_, mul_, ... : type-checked, version-bumping.
 bool can_cast(ScalarType from, ScalarType to);
 // Throws DtypeError when either operand of a subtraction is bool (PyTorch's rule).

@@ -4,6 +4,7 @@
 #include <initializer_list>
 
 #include "tinytorch/autograd/grad_mode.h"
+#include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"
 
 namespace tt::detail {

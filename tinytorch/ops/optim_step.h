@@ -6,7 +6,7 @@
 // step counters, bias corrections and option checks, which optim/ owns.
 #pragma once
 
-#include "tinytorch/backend/backend.h"
+#include "tinytorch/backend/kernel_args.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt::detail {

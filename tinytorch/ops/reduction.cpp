@@ -137,8 +137,8 @@ struct ExtremeAll {
 template <bool kMax>
 Tensor record_extreme_all(const Tensor& t, Tensor out) {
   if (auto node = autograd::make_node<ExtremeAll<kMax>>({&t})) {
-    autograd::set_history(out, node);  // first: a saved output must see its grad_fn (no cycle)
-    node->saved = {SavedVariable(t), SavedVariable(out)};
+    autograd::set_history(out, node);
+    node->saved = {SavedVariable(t), autograd::save_output(out, *node)};
   }
   return out;
 }
@@ -170,17 +170,49 @@ std::tuple<Tensor, Tensor> extreme_dim(ReduceOp value_op, ReduceOp index_op, con
   return {values, indices};
 }
 
+// amax/amin over a dim list: ties share the gradient equally (as torch.amax).
+template <bool kMax>
+struct ExtremeDims {
+  static constexpr const char* kName = kMax ? "AmaxBackward0" : "AminBackward0";
+  struct Saved { SavedVariable in, out; DimMask mask; bool keepdim = false; };
+  static TensorList backward(const Saved& s, const TensorList& g) {
+    Tensor in = s.in.unpack(), out = s.out.unpack();
+    Tensor hit = to_dtype(eq(in, expand_reduced(out, in.shape(), s.mask, s.keepdim)), g[0].dtype());
+    Shape dims;
+    for (int d = 0; d < in.dim(); ++d)
+      if (s.mask.reduce[d]) dims.push_back(d);
+    return {div(mul(hit, expand_reduced(g[0], in.shape(), s.mask, s.keepdim)), sum(hit, dims, true))};
+  }
+};
+
+template <bool kMax>
+Tensor extreme_dims(const Tensor& t, const Shape& dims, bool keepdim) {
+  const char* name = kMax ? "amax" : "amin";
+  DimMask m = make_mask(t, dims, name);
+  for (int d = 0; d < t.dim(); ++d)
+    TT_CHECK_INDEX(!m.reduce[d] || t.size(d) > 0, name, ": cannot reduce over dimension ", d,
+                   " of size 0 (the operation has no identity), input shape ", t.shape());
+  Tensor in = t.dtype() == kBool ? to_dtype(t, kInt64) : t;
+  Tensor out = run_reduce(kMax ? ReduceOp::Max : ReduceOp::Min, in, m, keepdim, in.dtype());
+  if (t.dtype() == kBool) out = to_dtype(out, kBool);
+  if (auto node = autograd::make_node<ExtremeDims<kMax>>({&t})) {
+    autograd::set_history(out, node);
+    node->saved = {SavedVariable(t), autograd::save_output(out, *node), m, keepdim};
+  }
+  return out;
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& t) { return sum_impl(t, make_mask(t, {}, "sum"), false); }
-Tensor sum(const Tensor& t, const Shape& dims, bool keepdim) {
-  return sum_impl(t, make_mask(t, dims, "sum"), keepdim);
+Tensor sum(const Tensor& t, DimList dims, bool keepdim) {
+  return sum_impl(t, make_mask(t, dims.dims, "sum"), keepdim);
 }
 
-Tensor mean(const Tensor& t, const Shape& dims, bool keepdim) {
+Tensor mean(const Tensor& t, DimList dims, bool keepdim) {
   TT_CHECK_DTYPE(t.is_floating_point(), "mean: could not infer output dtype, the input dtype must be "
                  "floating point, got ", t.dtype());
-  DimMask m = make_mask(t, dims, "mean");
+  DimMask m = make_mask(t, dims.dims, "mean");
   int64_t n = reduced_count(t, m);
   Tensor s = sum_impl(t, m, keepdim);
   return div(s, Scalar(double(n)));  // n == 0 gives NaN, as in PyTorch
@@ -204,9 +236,12 @@ Tensor argmin(const Tensor& t, int64_t dim, bool keepdim) {
   return extreme(ReduceOp::ArgMin, t, dim, keepdim, "argmin");
 }
 
-Tensor var(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim) {
+Tensor amax(const Tensor& t, DimList dims, bool keepdim) { return extreme_dims<true>(t, dims.dims, keepdim); }
+Tensor amin(const Tensor& t, DimList dims, bool keepdim) { return extreme_dims<false>(t, dims.dims, keepdim); }
+
+Tensor var(const Tensor& t, DimList dims, int64_t correction, bool keepdim) {
   TT_CHECK_DTYPE(t.is_floating_point(), "var: expected a floating-point tensor, got dtype ", t.dtype());
-  DimMask m = make_mask(t, dims, "var");
+  DimMask m = make_mask(t, dims.dims, "var");
   int64_t n = reduced_count(t, m);
   Tensor mu = mean(t, dims, /*keepdim=*/true);
   Tensor dev = sub(t, mu);
@@ -216,7 +251,7 @@ Tensor var(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim)
   return div(ss, Scalar(double(std::max<int64_t>(0, n - correction))));
 }
 Tensor var(const Tensor& t) { return var(t, {}, 1, false); }
-Tensor std(const Tensor& t, const Shape& dims, int64_t correction, bool keepdim) {
+Tensor std(const Tensor& t, DimList dims, int64_t correction, bool keepdim) {
   return sqrt(var(t, dims, correction, keepdim));
 }
 Tensor std(const Tensor& t) { return sqrt(var(t)); }

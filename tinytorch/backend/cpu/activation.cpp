@@ -3,9 +3,9 @@
 // StridedLoop engine (loop.h), so a backward never builds a graph of small ops. The math is in
 // backend/activation_functors.h, shared with the CUDA twins. ReLU, sigmoid and tanh are unary ops
 // (elementwise.cpp); softmax is in softmax.cpp.
-#include "tinytorch/backend/activation_functors.h"
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
+#include "tinytorch/backend/visit.h"
 
 namespace tt::cpu {
 
@@ -52,44 +52,22 @@ void backward_loop(const Tensor& dx, const Tensor& dy, const Tensor& x, F f) {
   });
 }
 
-template <typename T>
-void activation_typed(ActivationOp op, const Tensor& out, const Tensor& in, double param) {
-  namespace fn = functors;
-  switch (op) {
-    case ActivationOp::Gelu: return forward_loop<T>(out, in, fn::Gelu{});
-    case ActivationOp::GeluTanh: return forward_loop<T>(out, in, fn::GeluTanh{});
-    case ActivationOp::Silu: return forward_loop<T>(out, in, fn::Silu{});
-    case ActivationOp::LeakyRelu: return forward_loop<T>(out, in, fn::LeakyRelu<T>{T(param)});
-    default: break;
-  }
-  throw Error(detail::concat("activation: unknown op ", int(op)));
-}
-
-template <typename T>
-void activation_backward_typed(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
-                               double param) {
-  namespace fn = functors;
-  switch (op) {
-    case ActivationOp::Gelu: return backward_loop<T>(grad_in, grad_out, in, fn::GeluBackward{});
-    case ActivationOp::GeluTanh: return backward_loop<T>(grad_in, grad_out, in, fn::GeluTanhBackward{});
-    case ActivationOp::Silu: return backward_loop<T>(grad_in, grad_out, in, fn::SiluBackward{});
-    case ActivationOp::LeakyRelu:
-      return backward_loop<T>(grad_in, grad_out, in, fn::LeakyReluBackward<T>{T(param)});
-    default: break;
-  }
-  throw Error(detail::concat("activation_backward: unknown op ", int(op)));
-}
-
 }  // namespace
 
 void CpuBackend::activation(ActivationOp op, const Tensor& out, const Tensor& in, double param) {
-  TT_DISPATCH_FLOATING(in.dtype(), op_name(op), [&] { activation_typed<scalar_t>(op, out, in, param); });
+  TT_DISPATCH_FLOATING(in.dtype(), op_name(op), [&] {
+    visit_activation<scalar_t>(op, param, [&](auto forward, auto) { forward_loop<scalar_t>(out, in, forward); });
+  });
 }
 
 void CpuBackend::activation_backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out,
                                      const Tensor& in, double param) {
   TT_DISPATCH_FLOATING(in.dtype(), op_name(op),
-                       [&] { activation_backward_typed<scalar_t>(op, grad_in, grad_out, in, param); });
+                       [&] {
+                         visit_activation<scalar_t>(op, param, [&](auto, auto backward) {
+                           backward_loop<scalar_t>(grad_in, grad_out, in, backward);
+                         });
+                       });
 }
 
 }  // namespace tt::cpu

@@ -7,7 +7,7 @@
 
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
-#include "tinytorch/backend/functors.h"
+#include "tinytorch/backend/visit.h"
 
 namespace tt::cpu {
 
@@ -68,59 +68,15 @@ void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   // TT_EXERCISE_END
 }
 
-template <typename T, typename F>
-void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  if (is_comparison(op))
-    binary_loop<bool, T>(out, a, b, f);
-  else
-    binary_loop<T, T>(out, a, b, f);
-}
-
+// out = op(a, b). a, b: T, bcast to out; out: T, or bool for comparisons.
 template <typename T>
-void binary_dispatch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  namespace fn = functors;
-  switch (op) {
-    case BinaryOp::Add: return binary_typed<T>(op, out, a, b, fn::Add{});
-    case BinaryOp::Sub: return binary_typed<T>(op, out, a, b, fn::Sub{});
-    case BinaryOp::Mul: return binary_typed<T>(op, out, a, b, fn::Mul{});
-    case BinaryOp::Div: return binary_typed<T>(op, out, a, b, fn::Div{});
-    case BinaryOp::Pow: return binary_typed<T>(op, out, a, b, fn::Pow{});
-    case BinaryOp::Maximum: return binary_typed<T>(op, out, a, b, fn::Maximum{});
-    case BinaryOp::Minimum: return binary_typed<T>(op, out, a, b, fn::Minimum{});
-    case BinaryOp::Eq: return binary_typed<T>(op, out, a, b, fn::Eq{});
-    case BinaryOp::Ne: return binary_typed<T>(op, out, a, b, fn::Ne{});
-    case BinaryOp::Lt: return binary_typed<T>(op, out, a, b, fn::Lt{});
-    case BinaryOp::Le: return binary_typed<T>(op, out, a, b, fn::Le{});
-    case BinaryOp::Gt: return binary_typed<T>(op, out, a, b, fn::Gt{});
-    case BinaryOp::Ge: return binary_typed<T>(op, out, a, b, fn::Ge{});
-    default: break;
-  }
-  throw Error(detail::concat("binary: unknown op ", int(op)));
-}
-
-template <typename T>
-void unary_dispatch(UnaryOp op, const Tensor& out, const Tensor& in) {
-  namespace fn = functors;
-  if constexpr (std::is_floating_point<T>::value) {
-    switch (op) {
-      case UnaryOp::Exp: return unary_loop<T, T>(out, in, fn::Exp{});
-      case UnaryOp::Log: return unary_loop<T, T>(out, in, fn::Log{});
-      case UnaryOp::Sqrt: return unary_loop<T, T>(out, in, fn::Sqrt{});
-      case UnaryOp::Rsqrt: return unary_loop<T, T>(out, in, fn::Rsqrt{});
-      case UnaryOp::Sin: return unary_loop<T, T>(out, in, fn::Sin{});
-      case UnaryOp::Cos: return unary_loop<T, T>(out, in, fn::Cos{});
-      case UnaryOp::Tanh: return unary_loop<T, T>(out, in, fn::Tanh{});
-      case UnaryOp::Sigmoid: return unary_loop<T, T>(out, in, fn::Sigmoid{});
-      default: break;
-    }
-  }
-  switch (op) {
-    case UnaryOp::Neg: return unary_loop<T, T>(out, in, fn::Neg{});
-    case UnaryOp::Abs: return unary_loop<T, T>(out, in, fn::Abs{});
-    case UnaryOp::Relu: return unary_loop<T, T>(out, in, fn::Relu{});
-    default: break;
-  }
-  throw DtypeError(detail::concat(op_name(op), ": not supported for dtype ", dtype_of<T>::value));
+void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  visit_binary(op, [&](auto f) {
+    if (is_comparison(op))
+      binary_loop<bool, T>(out, a, b, f);
+    else
+      binary_loop<T, T>(out, a, b, f);
+  });
 }
 
 }  // namespace
@@ -151,11 +107,14 @@ void CpuBackend::fill(const Tensor& out, Scalar value) {
 }
 
 void CpuBackend::unary(UnaryOp op, const Tensor& out, const Tensor& in) {
-  TT_DISPATCH_ALL(in.dtype(), op_name(op), [&] { unary_dispatch<scalar_t>(op, out, in); });
+  TT_DISPATCH_ALL(in.dtype(), op_name(op), [&] {
+    const bool ran = visit_unary<scalar_t>(op, [&](auto f) { unary_loop<scalar_t, scalar_t>(out, in, f); });
+    TT_CHECK_DTYPE(ran, op_name(op), ": the kernel takes no ", in.dtype(), " tensors (ops/ converts or refuses them first)");
+  });
 }
 
 void CpuBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  TT_DISPATCH_ALL(a.dtype(), op_name(op), [&] { binary_dispatch<scalar_t>(op, out, a, b); });
+  TT_DISPATCH_ALL(a.dtype(), op_name(op), [&] { binary_typed<scalar_t>(op, out, a, b); });
 }
 
 // out, cond, a, b: bcast to out.

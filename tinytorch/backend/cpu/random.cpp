@@ -5,7 +5,7 @@
 
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
-#include "tinytorch/backend/philox.h"
+#include "tinytorch/core/philox.h"
 
 namespace tt::cpu {
 

@@ -21,6 +21,7 @@
 #include "tinytorch/backend/cpu/loop.h"
 #include "tinytorch/backend/functors.h"
 #include "tinytorch/backend/reduce_plan.h"
+#include "tinytorch/backend/visit.h"
 
 namespace tt::cpu {
 
@@ -225,14 +226,13 @@ void CpuBackend::reduce(ReduceOp op, const Tensor& out, const Tensor& in) {
     if constexpr (std::is_same<scalar_t, bool>::value) {
       throw DtypeError(detail::concat(op_name(op), ": not supported for bool tensors here"));
     } else {
-      switch (op) {
-        case ReduceOp::Sum: sum_kernel<scalar_t>(plan, src, out.data_ptr<scalar_t>()); break;
-        case ReduceOp::Max: extreme_kernel<scalar_t, true, false>(plan, src, out.raw_data_ptr()); break;
-        case ReduceOp::Min: extreme_kernel<scalar_t, false, false>(plan, src, out.raw_data_ptr()); break;
-        case ReduceOp::ArgMax: extreme_kernel<scalar_t, true, true>(plan, src, out.raw_data_ptr()); break;
-        case ReduceOp::ArgMin: extreme_kernel<scalar_t, false, true>(plan, src, out.raw_data_ptr()); break;
-        default: throw Error("reduce: unknown op");
-      }
+      visit_reduce(op, [&](auto traits) {
+        using R = decltype(traits);
+        if constexpr (R::kKind == ReduceKind::Sum)
+          sum_kernel<scalar_t>(plan, src, out.data_ptr<scalar_t>());
+        else
+          extreme_kernel<scalar_t, R::kMax, R::kArg>(plan, src, out.raw_data_ptr());
+      });
     }
   });
 }

@@ -3,9 +3,9 @@
 // dx = dy * f'(x) (launch_map in loop.cuh: vectorized when contiguous, strided otherwise), with
 // the math of backend/activation_functors.h shared with the CPU. ReLU, sigmoid and tanh are unary
 // ops (elementwise.cu); softmax is in softmax.cu.
-#include "tinytorch/backend/activation_functors.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/loop.cuh"
+#include "tinytorch/backend/visit.h"
 
 namespace tt::cuda {
 
@@ -23,46 +23,24 @@ void backward_map(const Tensor& dx, const Tensor& dy, const Tensor& x, const F& 
   launch_map<T>(dx, f, map_arg<T>(dy), map_arg<T>(x));
 }
 
-template <typename T>
-void activation_typed(ActivationOp op, const Tensor& out, const Tensor& in, double param) {
-  namespace fn = functors;
-  switch (op) {
-    case ActivationOp::Gelu: return forward_map<T>(out, in, fn::Gelu{});
-    case ActivationOp::GeluTanh: return forward_map<T>(out, in, fn::GeluTanh{});
-    case ActivationOp::Silu: return forward_map<T>(out, in, fn::Silu{});
-    case ActivationOp::LeakyRelu: return forward_map<T>(out, in, fn::LeakyRelu<T>{T(param)});
-    default: break;
-  }
-  throw Error(tt::detail::concat("activation: unknown op ", int(op)));
-}
-
-template <typename T>
-void activation_backward_typed(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out, const Tensor& in,
-                               double param) {
-  namespace fn = functors;
-  switch (op) {
-    case ActivationOp::Gelu: return backward_map<T>(grad_in, grad_out, in, fn::GeluBackward{});
-    case ActivationOp::GeluTanh: return backward_map<T>(grad_in, grad_out, in, fn::GeluTanhBackward{});
-    case ActivationOp::Silu: return backward_map<T>(grad_in, grad_out, in, fn::SiluBackward{});
-    case ActivationOp::LeakyRelu:
-      return backward_map<T>(grad_in, grad_out, in, fn::LeakyReluBackward<T>{T(param)});
-    default: break;
-  }
-  throw Error(tt::detail::concat("activation_backward: unknown op ", int(op)));
-}
-
 }  // namespace
 
 void CudaBackend::activation(ActivationOp op, const Tensor& out, const Tensor& in, double param) {
   DeviceGuard guard(out.device().index);
-  TT_DISPATCH_FLOATING(in.dtype(), op_name(op), [&] { activation_typed<scalar_t>(op, out, in, param); });
+  TT_DISPATCH_FLOATING(in.dtype(), op_name(op), [&] {
+    visit_activation<scalar_t>(op, param, [&](auto forward, auto) { forward_map<scalar_t>(out, in, forward); });
+  });
 }
 
 void CudaBackend::activation_backward(ActivationOp op, const Tensor& grad_in, const Tensor& grad_out,
                                       const Tensor& in, double param) {
   DeviceGuard guard(grad_in.device().index);
   TT_DISPATCH_FLOATING(in.dtype(), op_name(op),
-                       [&] { activation_backward_typed<scalar_t>(op, grad_in, grad_out, in, param); });
+                       [&] {
+                         visit_activation<scalar_t>(op, param, [&](auto, auto backward) {
+                           backward_map<scalar_t>(grad_in, grad_out, in, backward);
+                         });
+                       });
 }
 
 }  // namespace tt::cuda

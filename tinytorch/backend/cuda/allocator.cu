@@ -8,6 +8,7 @@
 
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/entry.h"
 #include "tinytorch/core/block_pool.h"
 #include "tinytorch/core/device.h"
 

@@ -26,7 +26,7 @@
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/gemm.h"
 #include "tinytorch/backend/cuda/loop.cuh"
-#include "tinytorch/ops/factory.h"
+#include "tinytorch/backend/cuda/scratch.cuh"
 
 namespace tt::cuda {
 
@@ -217,8 +217,8 @@ void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const T
   TT_CHECK(weights.is_contiguous(), "attention_backward: weights must be contiguous");
 
   // dP, then dS in place, of the query heads hk * G + g of every (b, hk).
-  const Tensor scratch = empty({B, Hkv, Tq, Tk}, TensorOptions().dtype(dtype).device(q.device()));
-  const HeadMat S = square_mat(scratch, Hkv, 1, 0, Tq, Tk);
+  const Scratch<char> scratch(B * Hkv * Tq * Tk * int64_t(element_size(dtype)), q.device().index);
+  const HeadMat S = {scratch.data(), Tk, Hkv * Tq * Tk, Tq * Tk};  // as square_mat of a [B, Hkv, Tq, Tk] tensor
   const HeadMat K = head_mat(k, 0, 1), V = head_mat(v, 0, 1), dK = head_mat(dk, 0, 1), dV = head_mat(dv, 0, 1);
   const int64_t rows = B * Hkv * Tq;
   for (int64_t g = 0; g < G; ++g) {
@@ -228,7 +228,7 @@ void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const T
     head_gemm(dev, dtype, B, Hkv, false, true, Tq, Tk, Dv, 1.0, dO, V, 0.0, S);     // dP = dO V^T
     TT_DISPATCH_FLOATING(dtype, "attention_backward", [&] {
       softmax_grad_rows_kernel<scalar_t><<<row_blocks(rows), kRowWarps * 32>>>(
-          scratch.data_ptr<scalar_t>(), weights.data_ptr<scalar_t>(), rows, Hkv, G, g, Tq, Tk, args.causal,
+          reinterpret_cast<scalar_t*>(scratch.data()), weights.data_ptr<scalar_t>(), rows, Hkv, G, g, Tq, Tk, args.causal,
           scalar_t(args.scale));
     });
     TT_CUDA_CHECK_LAUNCH();

@@ -7,6 +7,7 @@
 
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/entry.h"
 #include "tinytorch/core/allocator.h"
 #include "tinytorch/core/device.h"
 

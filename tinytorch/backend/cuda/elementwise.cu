@@ -6,7 +6,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/loop.cuh"
-#include "tinytorch/backend/functors.h"
+#include "tinytorch/backend/visit.h"
 
 namespace tt::cuda {
 
@@ -32,67 +32,22 @@ struct Select {
   TT_HOST_DEVICE T operator()(bool cond, T a, T b) const { return cond ? a : b; }
 };
 
-// out = f(a, b). a, b: T, bcast to out; out: T, or bool for comparisons.
-template <typename T, typename F>
-void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
-  const MapArg<T> x = map_arg<T>(a), y = map_arg<T>(b);
-  if (is_comparison(op))
-    launch_map<bool>(out, f, x, y);
-  else
-    launch_map<T>(out, f, x, y);
-}
-
+// out = op(a, b). a, b: T, bcast to out; out: T, or bool for comparisons.
 template <typename T>
-void binary_dispatch(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  namespace fn = functors;
-  switch (op) {
-    case BinaryOp::Add: return binary_typed<T>(op, out, a, b, fn::Add{});
-    case BinaryOp::Sub: return binary_typed<T>(op, out, a, b, fn::Sub{});
-    case BinaryOp::Mul: return binary_typed<T>(op, out, a, b, fn::Mul{});
-    case BinaryOp::Div: return binary_typed<T>(op, out, a, b, fn::Div{});
-    case BinaryOp::Pow: return binary_typed<T>(op, out, a, b, fn::Pow{});
-    case BinaryOp::Maximum: return binary_typed<T>(op, out, a, b, fn::Maximum{});
-    case BinaryOp::Minimum: return binary_typed<T>(op, out, a, b, fn::Minimum{});
-    case BinaryOp::Eq: return binary_typed<T>(op, out, a, b, fn::Eq{});
-    case BinaryOp::Ne: return binary_typed<T>(op, out, a, b, fn::Ne{});
-    case BinaryOp::Lt: return binary_typed<T>(op, out, a, b, fn::Lt{});
-    case BinaryOp::Le: return binary_typed<T>(op, out, a, b, fn::Le{});
-    case BinaryOp::Gt: return binary_typed<T>(op, out, a, b, fn::Gt{});
-    case BinaryOp::Ge: return binary_typed<T>(op, out, a, b, fn::Ge{});
-    default: break;
-  }
-  throw Error(tt::detail::concat("binary: unknown op ", int(op)));
+void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
+  const MapArg<T> x = map_arg<T>(a), y = map_arg<T>(b);
+  visit_binary(op, [&](auto f) {
+    if (is_comparison(op))
+      launch_map<bool>(out, f, x, y);
+    else
+      launch_map<T>(out, f, x, y);
+  });
 }
 
 // out = f(in). out, in: T, same shape, any strides.
 template <typename T, typename F>
 void unary_typed(const Tensor& out, const Tensor& in, const F& f) {
   launch_map<T>(out, f, map_arg<T>(in));
-}
-
-template <typename T>
-void unary_dispatch(UnaryOp op, const Tensor& out, const Tensor& in) {
-  namespace fn = functors;
-  if constexpr (std::is_floating_point<T>::value) {
-    switch (op) {
-      case UnaryOp::Exp: return unary_typed<T>(out, in, fn::Exp{});
-      case UnaryOp::Log: return unary_typed<T>(out, in, fn::Log{});
-      case UnaryOp::Sqrt: return unary_typed<T>(out, in, fn::Sqrt{});
-      case UnaryOp::Rsqrt: return unary_typed<T>(out, in, fn::Rsqrt{});
-      case UnaryOp::Sin: return unary_typed<T>(out, in, fn::Sin{});
-      case UnaryOp::Cos: return unary_typed<T>(out, in, fn::Cos{});
-      case UnaryOp::Tanh: return unary_typed<T>(out, in, fn::Tanh{});
-      case UnaryOp::Sigmoid: return unary_typed<T>(out, in, fn::Sigmoid{});
-      default: break;
-    }
-  }
-  switch (op) {
-    case UnaryOp::Neg: return unary_typed<T>(out, in, fn::Neg{});
-    case UnaryOp::Abs: return unary_typed<T>(out, in, fn::Abs{});
-    case UnaryOp::Relu: return unary_typed<T>(out, in, fn::Relu{});
-    default: break;
-  }
-  throw DtypeError(tt::detail::concat(op_name(op), ": not supported for dtype ", dtype_of<T>::value));
 }
 
 template <typename out_t, typename in_t>
@@ -142,12 +97,15 @@ void CudaBackend::fill(const Tensor& out, Scalar value) {
 
 void CudaBackend::unary(UnaryOp op, const Tensor& out, const Tensor& in) {
   DeviceGuard guard(out.device().index);
-  TT_DISPATCH_ALL(in.dtype(), op_name(op), [&] { unary_dispatch<scalar_t>(op, out, in); });
+  TT_DISPATCH_ALL(in.dtype(), op_name(op), [&] {
+    const bool ran = visit_unary<scalar_t>(op, [&](auto f) { unary_typed<scalar_t>(out, in, f); });
+    TT_CHECK_DTYPE(ran, op_name(op), ": the kernel takes no ", in.dtype(), " tensors (ops/ converts or refuses them first)");
+  });
 }
 
 void CudaBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
   DeviceGuard guard(out.device().index);
-  TT_DISPATCH_ALL(a.dtype(), op_name(op), [&] { binary_dispatch<scalar_t>(op, out, a, b); });
+  TT_DISPATCH_ALL(a.dtype(), op_name(op), [&] { binary_typed<scalar_t>(op, out, a, b); });
 }
 
 void CudaBackend::where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {

@@ -19,7 +19,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_common.cuh"
-#include "tinytorch/ops/factory.h"
+#include "tinytorch/backend/cuda/scratch.cuh"
 
 namespace tt::cuda {
 
@@ -322,10 +322,10 @@ void backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor
   const int64_t rows = int64_t(a.B) * a.Hq * a.Tq;
   const int64_t row_blocks = (rows + 3) / 4;  // 4 warps of 128 threads, a warp per row
   TT_CHECK(row_blocks <= 0x7fffffff, "flash attention backward (cuda): too many rows (", rows, ")");
-  const Tensor dvec = empty({rows}, TensorOptions().dtype(dtype_of<T>::value).device(q.device()));
-  flash_bwd_dvec<T><<<unsigned(row_blocks), 128>>>(a, dvec.data_ptr<T>());
+  const Scratch<T> dvec(rows, q.device().index);
+  flash_bwd_dvec<T><<<unsigned(row_blocks), 128>>>(a, dvec.data());
   TT_CUDA_CHECK_LAUNCH();
-  a.dvec = dvec.data_ptr<T>();
+  a.dvec = dvec.data();
   if constexpr (std::is_same<T, float>::value) {
     if (a.D == a.Dv && (a.D == 32 || a.D == 64 || a.D == 128)) {
       if (a.D == 32) launch_bwd_fast<32>(a);

@@ -11,7 +11,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_common.cuh"
-#include "tinytorch/ops/factory.h"
+#include "tinytorch/backend/cuda/scratch.cuh"
 
 namespace tt::cuda::flash {
 
@@ -182,9 +182,8 @@ bool try_flash_decode(const FlashArgs<T>& a, int device) {
   const int64_t chunk = (tiles + splits - 1) / splits * kDecodeTile;
   splits = (kvis + chunk - 1) / chunk;
   if (bh * splits > 0x7fffffff) return false;
-  const Tensor scratch = empty({bh * splits * a.Tq * (a.Dv + 2)},
-                               TensorOptions().dtype(dtype_of<T>::value).device(Device(kCUDA, device)));
-  T* pacc = scratch.data_ptr<T>();
+  const Scratch<T> scratch(bh * splits * a.Tq * (a.Dv + 2), device);
+  T* pacc = scratch.data();
   T* pm = pacc + bh * splits * a.Tq * a.Dv;
   T* pl = pm + bh * splits * a.Tq;
   flash_decode_partial<T><<<unsigned(bh * splits), kDecodeTile, size_t(smem)>>>(a, int(splits), int(chunk), pm, pl,

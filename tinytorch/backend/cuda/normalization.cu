@@ -19,7 +19,7 @@
 #include "tinytorch/backend/cuda/block_reduce.cuh"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
-#include "tinytorch/ops/factory.h"
+#include "tinytorch/backend/cuda/scratch.cuh"
 
 namespace tt::cuda {
 
@@ -206,11 +206,9 @@ void weight_gradients(const Tensor& dweight, const Tensor& dbias, const T* dy, c
   const bool want_w = dweight.defined(), want_b = dbias.defined();
   if ((!want_w && !want_b) || C == 0) return;
   const int64_t blocks = (R + kRowBlock - 1) / kRowBlock;
-  const TensorOptions opts = TensorOptions().dtype(dtype_of<T>::value).device(device);
-  Tensor pw = want_w ? tt::empty({blocks, C}, opts) : Tensor();
-  Tensor pb = want_b ? tt::empty({blocks, C}, opts) : Tensor();
-  T* pwp = want_w ? pw.data_ptr<T>() : nullptr;
-  T* pbp = want_b ? pb.data_ptr<T>() : nullptr;
+  const Scratch<T> pw(want_w ? blocks * C : 0, device.index), pb(want_b ? blocks * C : 0, device.index);
+  T* pwp = want_w ? pw.data() : nullptr;
+  T* pbp = want_b ? pb.data() : nullptr;
   const int64_t col_blocks = (C + kColThreads - 1) / kColThreads;
   if (blocks > 0) {
     const dim3 grid(unsigned(std::min<int64_t>(blocks, 1 << 30)), unsigned(std::min<int64_t>(col_blocks, 65535)));

@@ -1,4 +1,4 @@
-// CUDA random numbers, twin of cpu/random.cpp: Philox4x32-10 (backend/philox.h). Element i of a
+// CUDA random numbers, twin of cpu/random.cpp: Philox4x32-10 (core/philox.h). Element i of a
 // request draws from counter (offset + i) under key `seed`, one draw per element, and maps the
 // draw to a value exactly as the CPU does, so a tensor is the same on either device.
 //
@@ -10,7 +10,7 @@
 // the double lands within an ulp of a float rounding boundary (about 1 element in 2^28).
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/loop.cuh"
-#include "tinytorch/backend/philox.h"
+#include "tinytorch/core/philox.h"
 
 namespace tt::cuda {
 

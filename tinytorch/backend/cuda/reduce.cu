@@ -24,9 +24,10 @@
 #include "tinytorch/backend/cuda/block_reduce.cuh"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/scratch.cuh"
 #include "tinytorch/backend/functors.h"
 #include "tinytorch/backend/reduce_plan.h"
-#include "tinytorch/ops/factory.h"
+#include "tinytorch/backend/visit.h"
 
 namespace tt::cuda {
 
@@ -229,13 +230,8 @@ void launch_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out) 
   }
   const int64_t chunk = std::max<int64_t>(1, ceil_div(plan.rlen, splits));
   splits = std::max<int64_t>(1, ceil_div(plan.rlen, chunk));  // no empty split
-  Tensor scratch;
-  State* partial = nullptr;
-  if (splits > 1) {
-    const int64_t bytes = plan.outputs * splits * int64_t(sizeof(State));
-    scratch = tt::empty({bytes}, TensorOptions().dtype(kBool).device(in.device()));
-    partial = static_cast<State*>(scratch.raw_data_ptr());
-  }
+  const Scratch<State> scratch(splits > 1 ? plan.outputs * splits : 0, in.device().index);
+  State* partial = splits > 1 ? scratch.data() : nullptr;
   const dim3 grid(unsigned(std::min<int64_t>(blocks_out, 1 << 30)), unsigned(splits));
   if (use_rows) {
     reduce_rows_kernel<T, R><<<grid, kRowThreads>>>(plan, src, dst, partial, chunk);
@@ -263,14 +259,13 @@ void CudaBackend::reduce(ReduceOp op, const Tensor& out, const Tensor& in) {
     if constexpr (std::is_same<scalar_t, bool>::value) {
       throw DtypeError(tt::detail::concat(op_name(op), ": not supported for bool tensors here"));
     } else {
-      switch (op) {
-        case ReduceOp::Sum: launch_reduce<scalar_t, SumReducer<scalar_t>>(plan, in, out); break;
-        case ReduceOp::Max: launch_reduce<scalar_t, ExtremeReducer<scalar_t, true, false>>(plan, in, out); break;
-        case ReduceOp::Min: launch_reduce<scalar_t, ExtremeReducer<scalar_t, false, false>>(plan, in, out); break;
-        case ReduceOp::ArgMax: launch_reduce<scalar_t, ExtremeReducer<scalar_t, true, true>>(plan, in, out); break;
-        case ReduceOp::ArgMin: launch_reduce<scalar_t, ExtremeReducer<scalar_t, false, true>>(plan, in, out); break;
-        default: throw Error("reduce: unknown op");
-      }
+      visit_reduce(op, [&](auto traits) {
+        using R = decltype(traits);
+        if constexpr (R::kKind == ReduceKind::Sum)
+          launch_reduce<scalar_t, SumReducer<scalar_t>>(plan, in, out);
+        else
+          launch_reduce<scalar_t, ExtremeReducer<scalar_t, R::kMax, R::kArg>>(plan, in, out);
+      });
     }
   });
 }

@@ -1,12 +1,13 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11): a
-// counter-based generator shared by the CPU and CUDA backends. draw(key, counter) is a pure
-// function, which is what makes random tensors reproducible across thread counts and devices.
+// counter-based generator shared by the CPU and CUDA backends, the Generator and data/'s
+// RandomStream. draw(key, counter) is a pure function, which is what makes random tensors
+// reproducible across thread counts and devices.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-#include "tinytorch/backend/functors.h"
+#include "tinytorch/core/host_device.h"
 
 namespace tt::philox {
 
