@@ -25,6 +25,8 @@ inline constexpr UnaryRef kUnaryRefs[] = {
     {UnaryOp::Neg, [](double x) { return -x; }},
     {UnaryOp::Exp, [](double x) { return std::exp(x); }},
     {UnaryOp::Log, [](double x) { return std::log(x); }},
+    {UnaryOp::Log1p, [](double x) { return std::log1p(x); }},
+    {UnaryOp::Expm1, [](double x) { return std::expm1(x); }},
     {UnaryOp::Sqrt, [](double x) { return std::sqrt(x); }},
     {UnaryOp::Rsqrt, [](double x) { return 1 / std::sqrt(x); }},
     {UnaryOp::Abs, [](double x) { return std::fabs(x); }},

@@ -20,6 +20,9 @@ template <typename T> TT_HOST_DEVICE bool is_nan(T v) {
 struct Neg { template <typename T> TT_HOST_DEVICE T operator()(T x) const { return -x; } };
 struct Exp { template <typename T> TT_HOST_DEVICE T operator()(T x) const { return std::exp(x); } };
 struct Log { template <typename T> TT_HOST_DEVICE T operator()(T x) const { return std::log(x); } };
+// log(1 + x) and e^x - 1, exact near 0 where the naive forms lose every digit.
+struct Log1p { template <typename T> TT_HOST_DEVICE T operator()(T x) const { return std::log1p(x); } };
+struct Expm1 { template <typename T> TT_HOST_DEVICE T operator()(T x) const { return std::expm1(x); } };
 struct Sqrt { template <typename T> TT_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); } };
 struct Rsqrt { template <typename T> TT_HOST_DEVICE T operator()(T x) const { return T(1) / std::sqrt(x); } };
 struct Abs { template <typename T> TT_HOST_DEVICE T operator()(T x) const { return x < T(0) ? -x : x; } };

@@ -46,6 +46,8 @@ constexpr uint8_t kSaveIn = kSaveA;  // a unary op's input
   X(Neg, neg, "NegBackward0", NoBool, Real, kSaveNone, "; to invert a mask use logical_not", neg(g))              \
   X(Exp, exp, "ExpBackward0", Floating, Real, kSaveOut, "", mul(g, out))                                          \
   X(Log, log, "LogBackward0", Floating, Positive, kSaveIn, "", div(g, in))                                        \
+  X(Log1p, log1p, "Log1PBackward0", Floating, AboveMinusOne, kSaveIn, "", div(g, add(in, 1)))                     \
+  X(Expm1, expm1, "Expm1Backward0", Floating, Real, kSaveOut, "", mul(g, add(out, 1)))                            \
   X(Sqrt, sqrt, "SqrtBackward0", Floating, Positive, kSaveOut, "", div(g, mul(out, 2)))                           \
   X(Rsqrt, rsqrt, "RsqrtBackward0", Floating, Positive, kSaveOut, "", mul(g, mul(pow(out, 3), -0.5)))             \
   X(Abs, abs, "AbsBackward0", NoBool, Real, kSaveIn, "", where(in > 0, g, where(in < 0, neg(g), zeros_like(g))))  \
