@@ -235,6 +235,28 @@ TEST_CASE("binary_cross_entropy_with_logits: stable values and pos_weight", "[op
     CHECK_ALLCLOSE(binary_cross_entropy_with_logits(x, t, f64({2.0, 1.0}), pw), scalar_tensor(3.6108603986, kFloat64),
                    1e-9, 1e-9);
   }
+  SECTION("float32 keeps the loss of a confident right answer (log1p), not 0") {
+    // softplus(-20) = log(1 + e^-20) = 2.06e-9: log(1 + 2.06e-9) rounds to 0 in float32 (and
+    // PyTorch 1.13 returns 0 here). With y = 0 and x << 0 the loss is x + (-x + tiny), which rounds
+    // to 0 in float32 in both libraries.
+    Tensor x = tensor({20.0, 17.0, 16.5});
+    Tensor l = binary_cross_entropy_with_logits(x, tensor({1.0, 1.0, 1.0}), {}, {}, kNone);
+    CHECK_ALLCLOSE(l, tensor({std::log1p(std::exp(-20.0)), std::log1p(std::exp(-17.0)), std::log1p(std::exp(-16.5))}),
+                   1e-6, 0);
+    CHECK(l.to_vector<float>()[0] > 0.0f);
+  }
+  SECTION("the gradient at a logit of exactly 0 is sigmoid(0) - y") {
+    Tensor x = zeros({3}, kFloat64).requires_grad_();
+    binary_cross_entropy_with_logits(x, f64({0.0, 1.0, 0.25}), {}, f64({1.0, 1.0, 3.0}), kSum).backward();
+    // d/dx = sigmoid(x) - y without pos_weight; (1 + (pw - 1) y) (sigmoid(x) - 1) + (1 - y) with it.
+    CHECK_ALLCLOSE(x.grad(), f64({0.5, -0.5, 1.5 * -0.5 + 0.75}));
+  }
+  SECTION("gradcheck across 0 and far into both tails") {
+    auto f = [](const autograd::TensorList& in) {
+      return binary_cross_entropy_with_logits(in[0], f64({0.0, 1.0, 0.3, 1.0, 0.7}), {}, f64({2.0, 1.0, 0.5, 1.0, 3.0}));
+    };
+    CHECK(autograd::gradcheck(f, {f64({0.0, -40.0, 2.5, 35.0, -1e-3}).requires_grad_()}));
+  }
   SECTION("float32 at +-100 stays finite, and so does its gradient") {
     Tensor x = tensor({100.0, -100.0}).requires_grad_();
     Tensor loss = binary_cross_entropy_with_logits(x, tensor({0.0, 1.0}), {}, {}, kSum);

@@ -50,6 +50,21 @@ TEST_CASE("unary ops match <cmath> on strided float32 and float64 inputs", "[ops
   }
 }
 
+TEST_CASE("log1p and expm1 stay exact where log(1 + x) and exp(x) - 1 lose every digit", "[ops][elementwise]") {
+  for (ScalarType dt : {kFloat32, kFloat64}) {
+    INFO(dt);
+    Tensor tiny = tensor({1e-10, -1e-12, 3e-8, 0.0}).to(dt);
+    CHECK_ALLCLOSE(log1p(tiny), tensor({1e-10 - 5e-21, -1e-12 - 5e-25, 3e-8 - 4.5e-16, 0.0}), 1e-6, 0);
+    CHECK_ALLCLOSE(expm1(tiny), tensor({1e-10 + 5e-21, -1e-12 + 5e-25, 3e-8 + 4.5e-16, 0.0}), 1e-6, 0);
+    CHECK((log(tiny + 1.0).to_vector<double>()[0] == 0.0) == (dt == kFloat32));  // what log1p avoids
+  }
+  CHECK_ALLCLOSE(log1p(tensor({-1.0, 1.0, std::exp(2.0) - 1})), tensor({-kInf, std::log(2.0), 2.0}));
+  CHECK(std::isnan(log1p(tensor({-2.0})).item<double>()));  // outside the domain: NaN, as PyTorch
+  CHECK_ALLCLOSE(expm1(tensor({-kInf, 0.0, 1.0, kInf})), tensor({-1.0, 0.0, std::exp(1.0) - 1, kInf}));
+  CHECK(log1p(tensor({3})).dtype() == kFloat32);  // integers become float32 first
+  CHECK(expm1(tensor({true})).dtype() == kFloat32);
+}
+
 TEST_CASE("float-only unary ops turn integer and bool inputs into float32", "[ops][elementwise]") {
   Tensor i = tensor({1, 4, 9});
   CHECK(i.sqrt().dtype() == kFloat32);

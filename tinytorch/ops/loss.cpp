@@ -333,9 +333,11 @@ Tensor squared_error(const Tensor& x, const Tensor& y) {
 // x, y: [*] logits and targets -> (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x)
 Tensor bce_with_logits(const Tensor& x, const Tensor& y, const Tensor& pos_weight) {
   // TT_EXERCISE_BEGIN(06)
-  // softplus(-x) = log(1 + exp(-x)) = m + log(exp(-m) + exp(-x - m)), m = max(-x, 0): no exp overflows.
-  Tensor m = relu(neg(x));
-  Tensor softplus_neg = m + log(exp(neg(m)) + exp(neg(x) - m));
+  // softplus(-x) = log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)): no exp overflows, and log1p
+  // keeps the tail exact (log(1 + 1e-9) is 0 in float32, log1p(1e-9) is 1e-9). -|x| is spelled
+  // where(x >= 0, -x, x) so that its gradient at 0 is -1, not abs's 0: the sum's gradient at
+  // x = 0 is then -1/2, as it must be.
+  Tensor softplus_neg = relu(neg(x)) + log1p(exp(where(x >= 0.0, neg(x), x)));
   Tensor positive = pos_weight.defined() ? ((pos_weight - 1.0) * y + 1.0) * softplus_neg : softplus_neg;
   return (1.0 - y) * x + positive;
   // TT_EXERCISE_END
