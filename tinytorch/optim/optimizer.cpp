@@ -159,7 +159,15 @@ nn::StateDict Optimizer::state_dict() const {
   return out;
 }
 
+// --- load_state_dict: validate, parse, commit ----------------------------------------------------
+//
+// Three phases, so that a bad dict changes nothing: validate reads the whole dict and lists every
+// problem in one tt::Error; parse builds the new state aside (copies in each parameter's dtype
+// and device); commit swaps it in and cannot throw.
+
 namespace {
+
+using Problems = std::vector<std::string>;
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
@@ -180,117 +188,176 @@ bool contains(const std::vector<std::string>& v, const std::string& s) {
   return false;
 }
 
-}  // namespace
+// The count a state.<i>.step tensor holds, or -1 when it holds none: a 0-d number tensor with a
+// whole value >= 0 (below 2^53, so exact as a double).
+double step_count(const Tensor& t) {
+  const double v = t.numel() == 1 && t.dim() == 0 && t.dtype() != kBool ? t.item<double>() : -1.0;
+  return v >= 0 && v == std::floor(v) && v < 9.0e15 ? v : -1.0;
+}
 
-void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
-  std::vector<std::string> problems;
-  const std::vector<Tensor> params = parameters();
-  const size_t num_groups = groups_.size();
+// A state tensor other than the step count fits its parameter: same shape, a floating-point dtype
+// (converted to the parameter's when loaded).
+bool fits_parameter(const Tensor& t, const Tensor& param) {
+  return t.shape() == param.shape() && t.is_floating_point();
+}
 
-  // Hyperparameters and the parameter numbering of every group.
-  std::vector<std::unique_ptr<OptimizerOptions>> new_options(num_groups);
-  std::vector<size_t> group_of(params.size());
-  size_t first = 0;
-  for (size_t g = 0; g < num_groups; ++g) {
-    const std::string prefix = tt::detail::concat("param_groups.", g, ".");
-    const size_t n = groups_[g].params().size();
-    for (size_t k = 0; k < n; ++k) group_of[first + k] = g;
-    nn::StateDict hyper;
-    const Tensor* indices = nullptr;
-    for (const auto& [key, t] : state_dict) {
-      if (!starts_with(key, prefix)) continue;
-      if (key == prefix + "params")
-        indices = &t;
-      else
-        hyper.insert(key.substr(prefix.size()), t);
-    }
-    if (!indices) {
-      problems.push_back(tt::detail::concat(prefix, "params is missing (the optimizer has ", num_groups,
-                                        " parameter groups)"));
-    } else if (!indices->defined() || indices->dtype() != kInt64 || indices->dim() != 1) {
-      problems.push_back(tt::detail::concat(prefix, "params must be a 1-d int64 tensor"));
-    } else if (size_t(indices->numel()) != n) {
-      problems.push_back(tt::detail::concat(prefix, "params lists ", indices->numel(), " parameters, but group ", g,
-                                        " of the optimizer has ", n));
-    } else {
-      std::vector<int64_t> got = indices->to_vector<int64_t>();
-      for (size_t k = 0; k < n; ++k)
-        if (got[k] != int64_t(first + k)) {
-          problems.push_back(tt::detail::concat(prefix, "params must number the parameters ", first, "..",
-                                            first + n - 1, " in order (parameters are matched by position)"));
-          break;
-        }
-    }
-    auto options = groups_[g].options().clone();
-    try {
-      options->from_state(hyper);
-      options->validate(name_);
-      const nn::StateDict known = options->to_state();
-      for (const auto& [key, t] : hyper)
-        if (!known.contains(key)) problems.push_back(tt::detail::concat("unexpected key ", prefix, key));
-      new_options[g] = std::move(options);
-    } catch (const Error& e) {
-      problems.push_back(tt::detail::concat(prefix, "*: ", e.what()));
-    }
-    first += n;
+// The entries of the dict under a group's prefix ("param_groups.<g>."): its parameter numbers and
+// its hyperparameters (keys without the prefix).
+struct GroupEntries {
+  const Tensor* indices = nullptr;
+  nn::StateDict hyper;
+};
+
+GroupEntries group_entries(const nn::StateDict& state_dict, const std::string& prefix) {
+  GroupEntries out;
+  for (const auto& [key, t] : state_dict) {
+    if (!starts_with(key, prefix)) continue;
+    if (key == prefix + "params")
+      out.indices = &t;
+    else
+      out.hyper.insert(key.substr(prefix.size()), t);
   }
+  return out;
+}
 
-  // Per-parameter state, grouped by parameter number.
-  std::map<size_t, nn::StateDict> raw;
+// param_groups.<g>.params must number the group's n parameters first, first + 1, ... (parameters
+// are matched by position).
+void check_group_indices(const Tensor* indices, const std::string& prefix, size_t g, size_t first, size_t n,
+                         size_t num_groups, Problems& problems) {
+  if (!indices) {
+    problems.push_back(tt::detail::concat(prefix, "params is missing (the optimizer has ", num_groups,
+                                          " parameter groups)"));
+  } else if (!indices->defined() || indices->dtype() != kInt64 || indices->dim() != 1) {
+    problems.push_back(tt::detail::concat(prefix, "params must be a 1-d int64 tensor"));
+  } else if (size_t(indices->numel()) != n) {
+    problems.push_back(tt::detail::concat(prefix, "params lists ", indices->numel(), " parameters, but group ", g,
+                                          " of the optimizer has ", n));
+  } else {
+    std::vector<int64_t> got = indices->to_vector<int64_t>();
+    for (size_t k = 0; k < n; ++k)
+      if (got[k] != int64_t(first + k)) {
+        problems.push_back(tt::detail::concat(prefix, "params must number the parameters ", first, "..",
+                                              first + n - 1, " in order (parameters are matched by position)"));
+        break;
+      }
+  }
+}
+
+// A group's options as the dict sets them: a clone of `current` read from `hyper` and validated;
+// null when they cannot be read (the problem is listed). Keys the options do not know are listed
+// as well.
+std::unique_ptr<OptimizerOptions> read_group_options(const OptimizerOptions& current, const nn::StateDict& hyper,
+                                                     const std::string& prefix, const std::string& optimizer,
+                                                     Problems& problems) {
+  auto options = current.clone();
+  try {
+    options->from_state(hyper);
+    options->validate(optimizer);
+    const nn::StateDict known = options->to_state();
+    for (const auto& [key, t] : hyper)
+      if (!known.contains(key)) problems.push_back(tt::detail::concat("unexpected key ", prefix, key));
+    return options;
+  } catch (const Error& e) {
+    problems.push_back(tt::detail::concat(prefix, "*: ", e.what()));
+    return nullptr;
+  }
+}
+
+// The state.<i>.<key> entries by parameter number i (keys without the prefix); every key that is
+// neither a group's nor a parameter's of this optimizer is listed.
+std::map<size_t, nn::StateDict> param_entries(const nn::StateDict& state_dict, size_t num_groups, size_t num_params,
+                                              Problems& problems) {
+  std::map<size_t, nn::StateDict> out;
   for (const auto& [key, t] : state_dict) {
     size_t index = 0, g = 0;
     std::string rest;
     if (starts_with(key, "param_groups.")) {
       if (!split_index(key.substr(13), g, rest) || g >= num_groups)
         problems.push_back(tt::detail::concat("unexpected key ", key, " (the optimizer has ", num_groups,
-                                          " parameter groups)"));
+                                              " parameter groups)"));
     } else if (!starts_with(key, "state.") || !split_index(key.substr(6), index, rest)) {
       problems.push_back(tt::detail::concat("unexpected key ", key));
-    } else if (index >= params.size()) {
-      problems.push_back(tt::detail::concat("unexpected key ", key, " (the optimizer has ", params.size(),
-                                        " parameters)"));
+    } else if (index >= num_params) {
+      problems.push_back(tt::detail::concat("unexpected key ", key, " (the optimizer has ", num_params,
+                                            " parameters)"));
     } else {
-      raw[index].insert_or_assign(rest, t);
+      out[index].insert_or_assign(rest, t);
     }
   }
-  std::unordered_map<const TensorImpl*, nn::StateDict> new_state;
-  NoGradGuard no_grad;
-  for (const auto& [index, entries] : raw) {
-    const Tensor& p = params[index];
-    const OptimizerOptions* options = new_options[group_of[index]].get();
-    if (!options) continue;  // that group's problem is already listed
-    const StateKeys keys = state_keys(*options);
-    const std::string prefix = tt::detail::concat("state.", index, ".");
-    for (const auto& key : keys.required)
-      if (!entries.contains(key)) problems.push_back(tt::detail::concat(prefix, key, " is missing"));
-    for (const auto& [key, t] : entries)
-      if (!contains(keys.required, key) && !contains(keys.optional, key))
-        problems.push_back(tt::detail::concat("unexpected key ", prefix, key));
-    nn::StateDict loaded;  // in the order of `keys`, whatever the order of the file
-    for (const auto* list : {&keys.required, &keys.optional}) {
-      for (const auto& key : *list) {
-        const Tensor* t = entries.find(key);
-        if (!t) continue;
-        if (!t->defined()) {
-          problems.push_back(tt::detail::concat(prefix, key, " is an undefined tensor"));
-        } else if (key == "step") {
-          double v = t->numel() == 1 && t->dim() == 0 && t->dtype() != kBool ? t->item<double>() : -1.0;
-          if (!(v >= 0 && v == std::floor(v) && v < 9.0e15))
-            problems.push_back(tt::detail::concat(prefix, "step must be a 0-d tensor holding a count >= 0, got shape ",
-                                              t->shape(), " and dtype ", t->dtype()));
-          else
-            loaded.insert(key, scalar_tensor(int64_t(v), kInt64));
-        } else if (t->shape() != p.shape() || !t->is_floating_point()) {
-          problems.push_back(tt::detail::concat(prefix, key, ": ", t->dtype(), " ", t->shape(), " in the state dict, "
-                                            "the parameter is ", p.dtype(), " ", p.shape()));
-        } else {
-          Tensor copy = empty_like(p);
-          copy_(copy, *t);
-          loaded.insert(key, copy);
-        }
+  return out;
+}
+
+// The problems of one parameter's entries (prefix "state.<i>."): a required key missing, a key its
+// group's options do not use, a malformed step count, a buffer that does not fit the parameter.
+void check_param_entries(const nn::StateDict& entries, const std::vector<std::string>& required,
+                         const std::vector<std::string>& optional, const Tensor& param, const std::string& prefix,
+                         Problems& problems) {
+  for (const auto& key : required)
+    if (!entries.contains(key)) problems.push_back(tt::detail::concat(prefix, key, " is missing"));
+  for (const auto& [key, t] : entries)
+    if (!contains(required, key) && !contains(optional, key))
+      problems.push_back(tt::detail::concat("unexpected key ", prefix, key));
+  for (const auto* list : {&required, &optional}) {
+    for (const auto& key : *list) {
+      const Tensor* t = entries.find(key);
+      if (!t) continue;
+      if (!t->defined()) {
+        problems.push_back(tt::detail::concat(prefix, key, " is an undefined tensor"));
+      } else if (key == "step") {
+        if (step_count(*t) < 0)
+          problems.push_back(tt::detail::concat(prefix, "step must be a 0-d tensor holding a count >= 0, got shape ",
+                                                t->shape(), " and dtype ", t->dtype()));
+      } else if (!fits_parameter(*t, param)) {
+        problems.push_back(tt::detail::concat(prefix, key, ": ", t->dtype(), " ", t->shape(), " in the state dict, "
+                                              "the parameter is ", param.dtype(), " ", param.shape()));
       }
     }
-    new_state[p.unsafe_impl()] = std::move(loaded);
+  }
+}
+
+}  // namespace
+
+// What validate_state_dict found in a dict without problems, for parse_state and commit_state.
+struct Optimizer::LoadPlan {
+  std::vector<std::unique_ptr<OptimizerOptions>> options;  // per group, its options as the dict sets them
+  std::vector<size_t> group_of;                            // per parameter number, its group
+  std::map<size_t, nn::StateDict> entries;                 // per parameter number, its state.<i>.* entries
+};
+
+void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
+  LoadPlan plan = validate_state_dict(state_dict);  // throws, listing every problem
+  ParamState state = parse_state(plan);
+  commit_state(plan, std::move(state));
+}
+
+Optimizer::LoadPlan Optimizer::validate_state_dict(const nn::StateDict& state_dict) const {
+  Problems problems;
+  const std::vector<Tensor> params = parameters();
+  const size_t num_groups = groups_.size();
+  LoadPlan plan;
+  plan.options.resize(num_groups);
+  plan.group_of.resize(params.size());
+
+  // Hyperparameters and the parameter numbering of every group.
+  size_t first = 0;
+  for (size_t g = 0; g < num_groups; ++g) {
+    const std::string prefix = tt::detail::concat("param_groups.", g, ".");
+    const size_t n = groups_[g].params().size();
+    for (size_t k = 0; k < n; ++k) plan.group_of[first + k] = g;
+    const GroupEntries group = group_entries(state_dict, prefix);
+    check_group_indices(group.indices, prefix, g, first, n, num_groups, problems);
+    plan.options[g] = read_group_options(groups_[g].options(), group.hyper, prefix, name_, problems);
+    first += n;
+  }
+
+  // Per-parameter state, checked against the keys its group's (new) options use.
+  plan.entries = param_entries(state_dict, num_groups, params.size(), problems);
+  for (const auto& [index, entries] : plan.entries) {
+    const OptimizerOptions* options = plan.options[plan.group_of[index]].get();
+    if (!options) continue;  // that group's problem is already listed
+    const StateKeys keys = state_keys(*options);
+    check_param_entries(entries, keys.required, keys.optional, params[index],
+                        tt::detail::concat("state.", index, "."), problems);
   }
 
   if (!problems.empty()) {
@@ -299,8 +366,38 @@ void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
     for (const auto& p : problems) msg << "\n  " << p;
     throw Error(msg.str());
   }
-  for (size_t g = 0; g < num_groups; ++g) groups_[g].set_options(std::move(new_options[g]));
-  state_ = std::move(new_state);
+  return plan;
+}
+
+Optimizer::ParamState Optimizer::parse_state(const LoadPlan& plan) const {
+  const std::vector<Tensor> params = parameters();
+  ParamState out;
+  NoGradGuard no_grad;
+  for (const auto& [index, entries] : plan.entries) {
+    const Tensor& p = params[index];
+    const StateKeys keys = state_keys(*plan.options[plan.group_of[index]]);
+    nn::StateDict loaded;  // in the order of `keys`, whatever the order of the file
+    for (const auto* list : {&keys.required, &keys.optional}) {
+      for (const auto& key : *list) {
+        const Tensor* t = entries.find(key);
+        if (!t) continue;
+        if (key == "step") {
+          loaded.insert(key, scalar_tensor(int64_t(step_count(*t)), kInt64));
+        } else {
+          Tensor copy = empty_like(p);
+          copy_(copy, *t);
+          loaded.insert(key, copy);
+        }
+      }
+    }
+    out[p.unsafe_impl()] = std::move(loaded);
+  }
+  return out;
+}
+
+void Optimizer::commit_state(LoadPlan& plan, ParamState state) noexcept {
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].set_options(std::move(plan.options[g]));
+  state_ = std::move(state);
 }
 
 // --- hyperparameter helpers ---------------------------------------------------------------------

@@ -159,12 +159,20 @@ class Optimizer {
   virtual StateKeys state_keys(const OptimizerOptions& options) const = 0;
 
  private:
+  using ParamState = std::unordered_map<const TensorImpl*, nn::StateDict>;  // by parameter
+  struct LoadPlan;
+
   void check_new_group(const OptimizerParamGroup& group) const;
+  // load_state_dict's phases (optimizer.cpp): validate (every problem in one tt::Error, nothing
+  // changed), parse (the new state, built aside), commit (swaps it in, cannot throw).
+  LoadPlan validate_state_dict(const nn::StateDict& state_dict) const;
+  ParamState parse_state(const LoadPlan& plan) const;
+  void commit_state(LoadPlan& plan, ParamState state) noexcept;
 
   std::string name_;
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<OptimizerParamGroup> groups_;
-  std::unordered_map<const TensorImpl*, nn::StateDict> state_;
+  ParamState state_;
 };
 
 namespace detail {
