@@ -138,120 +138,180 @@ std::string MultiHeadAttention::extra_repr() const {
   return os.str();
 }
 
-std::pair<Tensor, Tensor> MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                                                      const MultiHeadAttentionForward& args) const {
-  const char* op = "MultiHeadAttention";
+// --- MultiHeadAttention::forward, step by step ------------------------------------------------------
+
+namespace {
+
+constexpr const char* kOp = "MultiHeadAttention";
+
+// One call's inputs, checked and made batch-first [B, T, *].
+struct MhaInputs {
+  Tensor q, k, v;  // [B, Tq, E], [B, Tk, kdim], [B, Tk, vdim]
+  int64_t B, Tq, Tk;
+  bool unbatched;  // the caller passed 2-D [T, *] inputs
+};
+
+// The heads attention runs on: q [B, H, Tq, D], k and v [B, Hkv, Tkv, D] (Tkv: every key attended
+// to, cached ones included).
+struct Heads {
+  Tensor q, k, v;
+};
+
+// The masks as one additive bias broadcastable to [B, H, Tq, Tkv] (undefined when there is none),
+// and whether the kernel's own causal mask applies on top.
+struct Mask {
+  Tensor bias;
+  bool causal;
+};
+
+MhaInputs check_inputs(const MultiHeadAttention& mha, const Tensor& query, const Tensor& key, const Tensor& value) {
   for (const Tensor* t : {&query, &key, &value}) {
-    TT_CHECK(t->defined(), op, ": query, key and value must be defined");
-    TT_CHECK_DTYPE(t->is_floating_point() && t->dtype() == q_proj->weight.dtype(), op,
-                   ": inputs must have the layer's dtype ", q_proj->weight.dtype(), ", got ", t->dtype());
+    TT_CHECK(t->defined(), kOp, ": query, key and value must be defined");
+    TT_CHECK_DTYPE(t->is_floating_point() && t->dtype() == mha.q_proj->weight.dtype(), kOp,
+                   ": inputs must have the layer's dtype ", mha.q_proj->weight.dtype(), ", got ", t->dtype());
   }
   const int nd = query.dim();
-  TT_CHECK_SHAPE((nd == 2 || nd == 3) && key.dim() == nd && value.dim() == nd, op,
+  TT_CHECK_SHAPE((nd == 2 || nd == 3) && key.dim() == nd && value.dim() == nd, kOp,
                  ": query, key and value must all be 3-D (batched) or 2-D (unbatched), got ", query.shape(), ", ",
                  key.shape(), " and ", value.shape());
-  // Everything below works on batch-first [B, T, *].
   auto batch_first = [&](const Tensor& t) {
     if (nd == 2) return t.unsqueeze(0);
-    return options.batch_first() ? t : t.transpose(0, 1);
+    return mha.options.batch_first() ? t : t.transpose(0, 1);
   };
-  const Tensor q_in = batch_first(query), k_in = batch_first(key), v_in = batch_first(value);
-  const int64_t B = q_in.size(0), Tq = q_in.size(1), Tk = k_in.size(1), E = embed_dim;
-  TT_CHECK_SHAPE(q_in.size(2) == E && k_in.size(2) == k_proj->options.in_features() &&
-                     v_in.size(2) == v_proj->options.in_features(),
-                 op, ": expected query [.., ", E, "], key [.., ", k_proj->options.in_features(), "] and value [.., ",
-                 v_proj->options.in_features(), "], got ", query.shape(), ", ", key.shape(), " and ", value.shape());
-  TT_CHECK_SHAPE(k_in.size(0) == B && v_in.size(0) == B && v_in.size(1) == Tk, op,
+  MhaInputs in{batch_first(query), batch_first(key), batch_first(value), 0, 0, 0, nd == 2};
+  in.B = in.q.size(0);
+  in.Tq = in.q.size(1);
+  in.Tk = in.k.size(1);
+  const int64_t E = mha.embed_dim, kdim = mha.k_proj->options.in_features(), vdim = mha.v_proj->options.in_features();
+  TT_CHECK_SHAPE(in.q.size(2) == E && in.k.size(2) == kdim && in.v.size(2) == vdim, kOp, ": expected query [.., ", E,
+                 "], key [.., ", kdim, "] and value [.., ", vdim, "], got ", query.shape(), ", ", key.shape(), " and ",
+                 value.shape());
+  TT_CHECK_SHAPE(in.k.size(0) == in.B && in.v.size(0) == in.B && in.v.size(1) == in.Tk, kOp,
                  ": query, key and value must share the batch size, and key and value the length, got ", query.shape(),
                  ", ", key.shape(), " and ", value.shape());
+  return in;
+}
 
-  // Projections: one GEMM against the stacked weights for self-attention.
+// The projections split into heads (Note [heads as views]), then QK-norm. Self-attention (one
+// tensor as query, key and value) runs one GEMM against the stacked weights.
+Heads project_heads(const MultiHeadAttention& mha, const MhaInputs& in, bool self_attention) {
+  const int64_t E = mha.embed_dim;
   Tensor q, k, v;
-  const bool self_attention = query.is_same(key) && key.is_same(value) &&
-                              k_proj->options.in_features() == E && v_proj->options.in_features() == E;
-  if (self_attention) {
-    const Tensor w = cat({q_proj->weight, k_proj->weight, v_proj->weight}, 0);
-    const Tensor b = options.bias() ? cat({q_proj->bias, k_proj->bias, v_proj->bias}, 0) : Tensor();
-    const Tensor qkv = F::linear(q_in, w, b);  // [B, T, E + 2 * Hkv * D]
-    const int64_t kv = num_kv_heads * head_dim;
+  if (self_attention && mha.k_proj->options.in_features() == E && mha.v_proj->options.in_features() == E) {
+    const Tensor w = cat({mha.q_proj->weight, mha.k_proj->weight, mha.v_proj->weight}, 0);
+    const Tensor b = mha.options.bias() ? cat({mha.q_proj->bias, mha.k_proj->bias, mha.v_proj->bias}, 0) : Tensor();
+    const Tensor qkv = F::linear(in.q, w, b);  // [B, T, E + 2 * Hkv * D]
+    const int64_t kv = mha.num_kv_heads * mha.head_dim;
     q = qkv.slice(2, 0, E);
     k = qkv.slice(2, E, E + kv);
     v = qkv.slice(2, E + kv, E + 2 * kv);
   } else {
-    q = q_proj->forward(q_in);
-    k = k_proj->forward(k_in);
-    v = v_proj->forward(v_in);
+    q = mha.q_proj->forward(in.q);
+    k = mha.k_proj->forward(in.k);
+    v = mha.v_proj->forward(in.v);
   }
-  q = split_heads(q, num_heads);  // [B, H, Tq, D]
-  k = split_heads(k, num_kv_heads);
-  v = split_heads(v, num_kv_heads);
-  if (q_norm) {
-    q = q_norm->forward(q);
-    k = k_norm->forward(k);
+  Heads h{split_heads(q, mha.num_heads), split_heads(k, mha.num_kv_heads), split_heads(v, mha.num_kv_heads)};
+  if (mha.q_norm) {
+    h.q = mha.q_norm->forward(h.q);
+    h.k = mha.k_norm->forward(h.k);
   }
-  int64_t past = 0;
-  if (args.kv_cache != nullptr) {
-    past = args.kv_cache->length();
-    std::tie(k, v) = args.kv_cache->append(k, v);
-  }
-  const int64_t Tkv = k.size(2);  // all keys attended to (cached ones included)
+  return h;
+}
 
-  // Masks -> one additive bias broadcastable to [B, H, Tq, Tkv].
-  Tensor bias;
-  if (args.attn_mask.defined()) {
-    const Tensor& m = args.attn_mask;
-    TT_CHECK_DTYPE(m.dtype() == kBool || m.dtype() == q.dtype(), op,
-                   ": attn_mask must be bool (true = not allowed) or the query's dtype ", q.dtype(), ", got ",
-                   m.dtype());
-    Tensor m4 = m;
-    if (m.dim() == 3 && m.size(0) == B * num_heads && B * num_heads > 1) m4 = m.reshape({B, num_heads, Tq, m.size(2)});
-    bool ok = m4.dim() >= 2 && m4.dim() <= 4;
-    const int64_t target[4] = {B, num_heads, Tq, Tkv};
-    for (int i = 1; ok && i <= m4.dim(); ++i) ok = m4.size(m4.dim() - i) == target[4 - i] || m4.size(m4.dim() - i) == 1;
-    TT_CHECK_SHAPE(ok, op, ": attn_mask of shape ", m.shape(), " does not fit the scores [B, H, Tq, Tk] = ",
-                   Shape{B, num_heads, Tq, Tkv}, " (expected [Tq, Tk], [B*H, Tq, Tk] or a shape that broadcasts)");
-    bias = mha_bias(m4, q.dtype());
-  }
-  if (args.key_padding_mask.defined()) {
-    const Tensor& m = args.key_padding_mask;
-    TT_CHECK_DTYPE(m.dtype() == kBool || m.dtype() == q.dtype(), op,
-                   ": key_padding_mask must be bool (true = padding) or the query's dtype ", q.dtype(), ", got ",
-                   m.dtype());
-    const Shape want = nd == 2 ? Shape{Tkv} : Shape{B, Tkv};
-    TT_CHECK_SHAPE(m.shape() == want, op, ": key_padding_mask must have shape ", want, " ([B, Tk]), got ",
-                   m.shape());
-    bias = add_bias(bias, mha_bias(m, q.dtype()).reshape({B, 1, 1, Tkv}));
-  }
+// Appends this call's keys and values to the cache, if any, so that h.k and h.v hold every key
+// attended to. Returns how many positions were cached before: the offset of this call's queries.
+int64_t append_to_cache(KVCache* cache, Heads& h) {
+  if (cache == nullptr) return 0;
+  const int64_t past = cache->length();
+  std::tie(h.k, h.v) = cache->append(h.k, h.v);
+  return past;
+}
+
+// attn_mask as a bias: PyTorch's [B*H, Tq, Tk] is viewed as [B, H, Tq, Tk]; the rest must broadcast.
+Tensor attn_mask_bias(const Tensor& m, const MhaInputs& in, int64_t H, int64_t Tkv, ScalarType dtype) {
+  TT_CHECK_DTYPE(m.dtype() == kBool || m.dtype() == dtype, kOp,
+                 ": attn_mask must be bool (true = not allowed) or the query's dtype ", dtype, ", got ", m.dtype());
+  const int64_t B = in.B, Tq = in.Tq;
+  Tensor m4 = m;
+  if (m.dim() == 3 && m.size(0) == B * H && B * H > 1) m4 = m.reshape({B, H, Tq, m.size(2)});
+  bool ok = m4.dim() >= 2 && m4.dim() <= 4;
+  const int64_t target[4] = {B, H, Tq, Tkv};
+  for (int i = 1; ok && i <= m4.dim(); ++i) ok = m4.size(m4.dim() - i) == target[4 - i] || m4.size(m4.dim() - i) == 1;
+  TT_CHECK_SHAPE(ok, kOp, ": attn_mask of shape ", m.shape(), " does not fit the scores [B, H, Tq, Tk] = ",
+                 Shape{B, H, Tq, Tkv}, " (expected [Tq, Tk], [B*H, Tq, Tk] or a shape that broadcasts)");
+  return mha_bias(m4, dtype);
+}
+
+// key_padding_mask [B, Tkv] ([Tkv] unbatched) as a bias [B, 1, 1, Tkv].
+Tensor key_padding_bias(const Tensor& m, const MhaInputs& in, int64_t Tkv, ScalarType dtype) {
+  TT_CHECK_DTYPE(m.dtype() == kBool || m.dtype() == dtype, kOp,
+                 ": key_padding_mask must be bool (true = padding) or the query's dtype ", dtype, ", got ", m.dtype());
+  const Shape want = in.unbatched ? Shape{Tkv} : Shape{in.B, Tkv};
+  TT_CHECK_SHAPE(m.shape() == want, kOp, ": key_padding_mask must have shape ", want, " ([B, Tk]), got ", m.shape());
+  return mha_bias(m, dtype).reshape({in.B, 1, 1, Tkv});
+}
+
+Mask build_mask(const MultiHeadAttention& mha, const MultiHeadAttentionForward& args, const MhaInputs& in,
+                const Heads& h, int64_t past) {
+  const int64_t Tq = in.Tq, Tkv = h.k.size(2);
+  const ScalarType dtype = h.q.dtype();
+  Mask mask{Tensor(), args.is_causal};
+  if (args.attn_mask.defined()) mask.bias = attn_mask_bias(args.attn_mask, in, mha.num_heads, Tkv, dtype);
+  if (args.key_padding_mask.defined())
+    mask.bias = add_bias(mask.bias, key_padding_bias(args.key_padding_mask, in, Tkv, dtype));
   // Causal with cached keys: query i (at position past + i) sees keys j <= past + i; the kernel's
   // causal flag is top-left aligned, which is that only when nothing is cached.
-  bool causal = args.is_causal;
-  if (causal && past > 0) {
-    causal = false;
+  if (mask.causal && past > 0) {
+    mask.causal = false;
     if (Tq > 1) {
-      const Tensor i = arange(Tq, TensorOptions().dtype(kInt64).device(q.device())).reshape({Tq, 1});
-      const Tensor j = arange(Tkv, TensorOptions().dtype(kInt64).device(q.device())).reshape({1, Tkv});
-      bias = add_bias(bias, mha_bias(gt(j, i + past), q.dtype()));
+      const Tensor i = arange(Tq, TensorOptions().dtype(kInt64).device(h.q.device())).reshape({Tq, 1});
+      const Tensor j = arange(Tkv, TensorOptions().dtype(kInt64).device(h.q.device())).reshape({1, Tkv});
+      mask.bias = add_bias(mask.bias, mha_bias(gt(j, i + past), dtype));
     }
   }
+  return mask;
+}
 
+// Attention through the explicit weights (need_weights): out [B, H, Tq, D] and the weights after
+// dropout, averaged over the heads ([B, Tq, Tkv]) or not ([B, H, Tq, Tkv]), unbatched as the input.
+std::pair<Tensor, Tensor> attend_with_weights(const MultiHeadAttention& mha, const Heads& h, const Mask& mask,
+                                              const MultiHeadAttentionForward& args, const MhaInputs& in, double p) {
+  const int64_t B = in.B, Tq = in.Tq, Tkv = h.k.size(2);
+  Tensor weights = F::attention_weights(h.q, h.k, mask.bias, mask.causal, std::nullopt, /*enable_gqa=*/true);
+  if (p > 0) weights = F::dropout(weights, p, true);
+  const int64_t G = mha.num_heads / mha.num_kv_heads;
+  Tensor out = G == 1 ? matmul(weights, h.v)
+                      : matmul(weights.reshape({B, mha.num_kv_heads, G, Tq, Tkv}), h.v.unsqueeze(2))
+                            .reshape({B, mha.num_heads, Tq, mha.head_dim});
+  if (args.average_attn_weights) weights = mean(weights, Shape{1});
+  if (in.unbatched) weights = weights.squeeze(0);
+  return {out, weights};
+}
+
+// The heads merged back (a view, Note [heads as views]) through out_proj, in the caller's layout.
+Tensor merge_heads(const MultiHeadAttention& mha, const Tensor& out, const MhaInputs& in) {
+  Tensor y = mha.out_proj->forward(out.transpose(1, 2).reshape({in.B, in.Tq, mha.embed_dim}));
+  if (in.unbatched) return y.squeeze(0);
+  return mha.options.batch_first() ? y : y.transpose(0, 1);
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                      const MultiHeadAttentionForward& args) const {
+  const MhaInputs in = check_inputs(*this, query, key, value);
+  Heads h = project_heads(*this, in, query.is_same(key) && key.is_same(value));
+  const int64_t past = append_to_cache(args.kv_cache, h);
+  const Mask mask = build_mask(*this, args, in, h, past);
   const double p = is_training() ? options.dropout() : 0.0;
   Tensor out, weights;  // out: [B, H, Tq, D]
   if (args.need_weights) {
-    weights = F::attention_weights(q, k, bias, causal, std::nullopt, /*enable_gqa=*/true);
-    if (p > 0) weights = F::dropout(weights, p, true);
-    const int64_t G = num_heads / num_kv_heads;
-    out = G == 1 ? matmul(weights, v)
-                 : matmul(weights.reshape({B, num_kv_heads, G, Tq, Tkv}), v.unsqueeze(2))
-                       .reshape({B, num_heads, Tq, head_dim});
-    if (args.average_attn_weights) weights = mean(weights, Shape{1});
-    if (nd == 2) weights = weights.squeeze(0);
+    std::tie(out, weights) = attend_with_weights(*this, h, mask, args, in, p);
   } else {
-    out = F::scaled_dot_product_attention(q, k, v, bias, p, causal, std::nullopt, /*enable_gqa=*/true);
+    out = F::scaled_dot_product_attention(h.q, h.k, h.v, mask.bias, p, mask.causal, std::nullopt,
+                                          /*enable_gqa=*/true);
   }
-  Tensor y = out_proj->forward(out.transpose(1, 2).reshape({B, Tq, E}));
-  if (nd == 2) y = y.squeeze(0);
-  else if (!options.batch_first()) y = y.transpose(0, 1);
-  return {y, weights};
+  return {merge_heads(*this, out, in), weights};
 }
 
 }  // namespace tt::nn
