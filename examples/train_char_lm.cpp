@@ -26,6 +26,7 @@
 
 #include <tinytorch/tinytorch.h>
 
+#include "cli.h"
 #include "progress.h"
 
 namespace {
@@ -49,59 +50,35 @@ struct Args {
   double min_drop = 0.3;
 };
 
-[[noreturn]] void usage(int status) {
-  std::printf(
-      "usage: train_char_lm [--text PATH] [--steps N] [--time SECONDS] [--batch-size B] [--context T]\n"
-      "                     [--layers N] [--embd E] [--heads H] [--lr LR] [--eval-every N] [--seed S]\n"
-      "                     [--prompt TEXT] [--temperature X] [--top-k K] [--sample-length N]\n"
-      "                     [--min-drop F]\n"
+Args parse(int argc, char** argv) {
+  Args a;
+  examples::Cli cli(
+      "train_char_lm",
       "Trains a character-level GPT on a text file (default: the module READMEs) for at most N steps\n"
       "(default 3000) or SECONDS (default 75; 0 = no limit), then samples text after the prompt\n"
       "(temperature 0.8, top-k 20). Exits 1 if the validation loss fell by less than F (default\n"
       "0.3, a fraction of the loss before training).\n");
-  std::exit(status);
-}
-
-Args parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (k == "--help" || k == "-h") usage(0);
-    if (i + 1 >= argc) usage(2);
-    std::string v = argv[++i];
-    try {
-      if (k == "--text") a.text = v;
-      else if (k == "--steps") a.steps = std::stoll(v);
-      else if (k == "--time") a.time = std::stod(v);
-      else if (k == "--batch-size") a.batch_size = std::stoll(v);
-      else if (k == "--context") a.context = std::stoll(v);
-      else if (k == "--layers") a.layers = std::stoll(v);
-      else if (k == "--embd") a.embd = std::stoll(v);
-      else if (k == "--heads") a.heads = std::stoll(v);
-      else if (k == "--lr") a.lr = std::stod(v);
-      else if (k == "--eval-every") a.eval_every = std::stoll(v);
-      else if (k == "--seed") a.seed = std::stoull(v);
-      else if (k == "--prompt") a.prompt = v;
-      else if (k == "--temperature") a.temperature = std::stod(v);
-      else if (k == "--top-k") a.top_k = std::stoll(v);
-      else if (k == "--sample-length") a.sample_length = std::stoll(v);
-      else if (k == "--min-drop") a.min_drop = std::stod(v);
-      else usage(2);
-    } catch (const std::exception&) {
-      std::fprintf(stderr, "train_char_lm: %s expects a number, got '%s'\n", k.c_str(), v.c_str());
-      usage(2);
-    }
-  }
+  cli.option("--text", a.text, "PATH", "the text to learn (default: the module READMEs)");
+  cli.option("--steps", a.steps, "N", "the most training steps");
+  cli.option("--time", a.time, "SECONDS", "the most training time in seconds, 0 for no limit");
+  cli.option("--batch-size", a.batch_size, "B", "windows per step");
+  cli.option("--context", a.context, "T", "characters per window, the model's context");
+  cli.option("--layers", a.layers, "N", "transformer blocks");
+  cli.option("--embd", a.embd, "E", "embedding width");
+  cli.option("--heads", a.heads, "H", "attention heads per block");
+  cli.option("--lr", a.lr, "LR", "AdamW's peak learning rate");
+  cli.option("--eval-every", a.eval_every, "N", "steps between validation losses");
+  cli.option("--seed", a.seed, "S", "seed of the weights, the windows and the sample");
+  cli.option("--prompt", a.prompt, "TEXT", "what the sample starts with");
+  cli.option("--temperature", a.temperature, "X", "sampling temperature");
+  cli.option("--top-k", a.top_k, "K", "sample among the K likeliest characters, 0 for all");
+  cli.option("--sample-length", a.sample_length, "N", "characters sampled after the prompt");
+  cli.option("--min-drop", a.min_drop, "F", "the validation loss must fall by this fraction");
+  cli.parse(argc, argv);
   if (a.steps < 1 || a.batch_size < 1 || a.context < 2 || a.layers < 1 || a.embd < 1 || a.heads < 1 ||
-      a.eval_every < 1 || a.sample_length < 0 || a.top_k < 0 || !(a.lr > 0) || !(a.temperature > 0) ||
-      !(a.time >= 0)) {
-    std::fprintf(stderr, "train_char_lm: sizes, --lr and --temperature must be positive\n");
-    usage(2);
-  }
-  if (a.prompt.empty()) {
-    std::fprintf(stderr, "train_char_lm: --prompt must not be empty\n");
-    usage(2);
-  }
+      a.eval_every < 1 || a.sample_length < 0 || a.top_k < 0 || !(a.lr > 0) || !(a.temperature > 0) || !(a.time >= 0))
+    cli.fail("sizes, --lr and --temperature must be positive");
+  if (a.prompt.empty()) cli.fail("--prompt must not be empty");
   return a;
 }
 
@@ -302,11 +279,7 @@ int train(const Args& args) {
 }
 
 int main(int argc, char** argv) {
-  Args args = parse(argc, argv);
-  try {
-    return train(args);
-  } catch (const std::exception& e) {  // a tt::Error (an unreadable --text, say): its message, not an abort
-    std::fprintf(stderr, "train_char_lm: %s\n", e.what());
-    return 2;
-  }
+  const Args args = parse(argc, argv);
+  // A tt::Error (an unreadable --text, say) ends the run with its message and status 2.
+  return examples::run_main("train_char_lm", [&] { return train(args); });
 }

@@ -25,6 +25,7 @@
 
 #include <tinytorch/tinytorch.h>
 
+#include "cli.h"
 #include "progress.h"
 
 namespace {
@@ -45,51 +46,30 @@ struct Args {
   std::string out = "runs/gpt_task";
 };
 
-[[noreturn]] void usage(int status) {
-  std::printf(
-      "usage: train_gpt_task [--task reverse|sort|copy] [--length L] [--steps N] [--batch-size B]\n"
-      "                      [--lr LR] [--layers N] [--embd E] [--heads H] [--eval-size N]\n"
-      "                      [--eval-every N] [--target ACC] [--seed S] [--out DIR]\n"
-      "Trains a tiny GPT to answer a digit-sequence task (default: reverse 8 digits), prints\n"
-      "sample predictions and an attention map, writes the attention maps (PNG) and a checkpoint\n"
-      "into DIR (default runs/gpt_task); exits 1 if held-out exact-sequence accuracy < target\n"
-      "(default 0.99).\n");
-  std::exit(status);
-}
-
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (k == "--help" || k == "-h") usage(0);
-    if (i + 1 >= argc) usage(2);
-    std::string v = argv[++i];
-    try {
-      if (k == "--task") a.task = v;
-      else if (k == "--length") a.length = std::stoll(v);
-      else if (k == "--steps") a.steps = std::stoll(v);
-      else if (k == "--batch-size") a.batch_size = std::stoll(v);
-      else if (k == "--lr") a.lr = std::stod(v);
-      else if (k == "--layers") a.layers = std::stoll(v);
-      else if (k == "--embd") a.embd = std::stoll(v);
-      else if (k == "--heads") a.heads = std::stoll(v);
-      else if (k == "--eval-size") a.eval_size = std::stoll(v);
-      else if (k == "--eval-every") a.eval_every = std::stoll(v);
-      else if (k == "--target") a.target = std::stod(v);
-      else if (k == "--seed") a.seed = std::stoull(v);
-      else if (k == "--out") a.out = v;
-      else usage(2);
-    } catch (const std::exception&) {
-      std::fprintf(stderr, "train_gpt_task: %s expects a number, got '%s'\n", k.c_str(), v.c_str());
-      usage(2);
-    }
-  }
-  if (a.task != "reverse" && a.task != "sort" && a.task != "copy") usage(2);
+  examples::Cli cli("train_gpt_task",
+                    "Trains a tiny GPT to answer a digit-sequence task (default: reverse 8 digits), prints\n"
+                    "sample predictions and an attention map, writes the attention maps (PNG) and a checkpoint\n"
+                    "into DIR (default runs/gpt_task); exits 1 if held-out exact-sequence accuracy < target\n"
+                    "(default 0.99).\n");
+  cli.choice("--task", a.task, {"reverse", "sort", "copy"}, "what the model learns to do with the digits");
+  cli.option("--length", a.length, "L", "digits per row");
+  cli.option("--steps", a.steps, "N", "training steps");
+  cli.option("--batch-size", a.batch_size, "B", "rows per step");
+  cli.option("--lr", a.lr, "LR", "AdamW's peak learning rate");
+  cli.option("--layers", a.layers, "N", "transformer blocks");
+  cli.option("--embd", a.embd, "E", "embedding width");
+  cli.option("--heads", a.heads, "H", "attention heads per block");
+  cli.option("--eval-size", a.eval_size, "N", "held-out rows, never trained on");
+  cli.option("--eval-every", a.eval_every, "N", "steps between held-out evaluations");
+  cli.option("--target", a.target, "ACC", "held-out exact-sequence accuracy to reach");
+  cli.option("--seed", a.seed, "S", "seed of the data and the weights");
+  cli.option("--out", a.out, "DIR", "where the attention maps and the checkpoint go");
+  cli.parse(argc, argv);
   if (a.length < 1 || a.steps < 1 || a.batch_size < 1 || a.layers < 1 || a.embd < 1 || a.heads < 1 ||
-      a.eval_size < 1 || a.eval_every < 1 || !(a.lr > 0)) {
-    std::fprintf(stderr, "train_gpt_task: sizes, counts and --lr must be positive\n");
-    usage(2);
-  }
+      a.eval_size < 1 || a.eval_every < 1 || !(a.lr > 0))
+    cli.fail("sizes, counts and --lr must be positive");
   return a;
 }
 
@@ -283,11 +263,7 @@ int train(const Args& args) {
 }
 
 int main(int argc, char** argv) {
-  Args args = parse(argc, argv);
-  try {
-    return train(args);
-  } catch (const std::exception& e) {  // a tt::Error (an unwritable --out, say): its message, not an abort
-    std::fprintf(stderr, "train_gpt_task: %s\n", e.what());
-    return 2;
-  }
+  const Args args = parse(argc, argv);
+  // A tt::Error (an unwritable --out, say) ends the run with its message and status 2.
+  return examples::run_main("train_gpt_task", [&] { return train(args); });
 }

@@ -17,6 +17,7 @@
 
 #include <tinytorch/tinytorch.h>
 
+#include "cli.h"
 #include "progress.h"
 
 namespace {
@@ -32,42 +33,22 @@ struct Args {
   double target = 0.97;
 };
 
-[[noreturn]] void usage(int status) {
-  std::printf(
-      "usage: train_mlp [--data spirals|digits] [--epochs N] [--batch-size B] [--lr LR]\n"
-      "                 [--hidden H] [--seed S] [--checkpoint PATH] [--target ACC]\n"
-      "Trains an MLP on a built-in dataset, saves a checkpoint, reloads it and checks the\n"
-      "reloaded model; exits 1 if held-out accuracy < target (default 0.97).\n");
-  std::exit(status);
-}
-
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (k == "--help" || k == "-h") usage(0);
-    if (i + 1 >= argc) usage(2);
-    std::string v = argv[++i];
-    try {
-      if (k == "--data") a.data = v;
-      else if (k == "--epochs") a.epochs = std::stoi(v);
-      else if (k == "--batch-size") a.batch_size = std::stoll(v);
-      else if (k == "--lr") a.lr = std::stod(v);
-      else if (k == "--hidden") a.hidden = std::stoll(v);
-      else if (k == "--seed") a.seed = std::stoull(v);
-      else if (k == "--checkpoint") a.checkpoint = v;
-      else if (k == "--target") a.target = std::stod(v);
-      else usage(2);
-    } catch (const std::exception&) {
-      std::fprintf(stderr, "train_mlp: %s expects a number, got '%s'\n", k.c_str(), v.c_str());
-      usage(2);
-    }
-  }
-  if (a.data != "spirals" && a.data != "digits") usage(2);
-  if (a.epochs < 1 || a.batch_size < 1 || a.hidden < 1 || !(a.lr > 0)) {
-    std::fprintf(stderr, "train_mlp: --epochs, --batch-size, --hidden and --lr must be positive\n");
-    usage(2);
-  }
+  examples::Cli cli("train_mlp",
+                    "Trains an MLP on a built-in dataset, saves a checkpoint, reloads it and checks the\n"
+                    "reloaded model; exits 1 if held-out accuracy < target (default 0.97).\n");
+  cli.choice("--data", a.data, {"spirals", "digits"}, "the dataset");
+  cli.option("--epochs", a.epochs, "N", "passes over the training set");
+  cli.option("--batch-size", a.batch_size, "B", "examples per step");
+  cli.option("--lr", a.lr, "LR", "AdamW's peak learning rate");
+  cli.option("--hidden", a.hidden, "H", "width of the two hidden layers");
+  cli.option("--seed", a.seed, "S", "seed of the data, the split, the weights and the shuffling");
+  cli.option("--checkpoint", a.checkpoint, "PATH", "where to save the trained model");
+  cli.option("--target", a.target, "ACC", "held-out accuracy to reach");
+  cli.parse(argc, argv);
+  if (a.epochs < 1 || a.batch_size < 1 || a.hidden < 1 || !(a.lr > 0))
+    cli.fail("--epochs, --batch-size, --hidden and --lr must be positive");
   return a;
 }
 
@@ -176,11 +157,7 @@ int train(const Args& args) {
 }
 
 int main(int argc, char** argv) {
-  Args args = parse(argc, argv);
-  try {
-    return train(args);
-  } catch (const std::exception& e) {  // a tt::Error (a bad checkpoint path, say): its message, not an abort
-    std::fprintf(stderr, "train_mlp: %s\n", e.what());
-    return 2;
-  }
+  const Args args = parse(argc, argv);
+  // A tt::Error (a bad checkpoint path, say) ends the run with its message and status 2.
+  return examples::run_main("train_mlp", [&] { return train(args); });
 }
