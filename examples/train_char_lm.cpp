@@ -15,11 +15,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,6 +26,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "train_loop.h"
 
 namespace {
 
@@ -37,9 +36,7 @@ struct Args {
   double time = 75.0;
   int64_t batch_size = 32;
   int64_t context = 64;
-  int64_t layers = 3;
-  int64_t embd = 128;
-  int64_t heads = 4;
+  examples::GptSize model{/*layers=*/3, /*embd=*/128, /*heads=*/4};
   double lr = 3e-3;
   int64_t eval_every = 100;
   uint64_t seed = 0;
@@ -63,9 +60,7 @@ Args parse(int argc, char** argv) {
   cli.option("--time", a.time, "SECONDS", "the most training time in seconds, 0 for no limit");
   cli.option("--batch-size", a.batch_size, "B", "windows per step");
   cli.option("--context", a.context, "T", "characters per window, the model's context");
-  cli.option("--layers", a.layers, "N", "transformer blocks");
-  cli.option("--embd", a.embd, "E", "embedding width");
-  cli.option("--heads", a.heads, "H", "attention heads per block");
+  a.model.add_options(cli);
   cli.option("--lr", a.lr, "LR", "AdamW's peak learning rate");
   cli.option("--eval-every", a.eval_every, "N", "steps between validation losses");
   cli.option("--seed", a.seed, "S", "seed of the weights, the windows and the sample");
@@ -75,8 +70,8 @@ Args parse(int argc, char** argv) {
   cli.option("--sample-length", a.sample_length, "N", "characters sampled after the prompt");
   cli.option("--min-drop", a.min_drop, "F", "the validation loss must fall by this fraction");
   cli.parse(argc, argv);
-  if (a.steps < 1 || a.batch_size < 1 || a.context < 2 || a.layers < 1 || a.embd < 1 || a.heads < 1 ||
-      a.eval_every < 1 || a.sample_length < 0 || a.top_k < 0 || !(a.lr > 0) || !(a.temperature > 0) || !(a.time >= 0))
+  if (a.steps < 1 || a.batch_size < 1 || a.context < 2 || !a.model.positive() || a.eval_every < 1 ||
+      a.sample_length < 0 || a.top_k < 0 || !(a.lr > 0) || !(a.temperature > 0) || !(a.time >= 0))
     cli.fail("sizes, --lr and --temperature must be positive");
   if (a.prompt.empty()) cli.fail("--prompt must not be empty");
   return a;
@@ -152,14 +147,12 @@ std::pair<tt::Tensor, tt::Tensor> windows(const std::vector<int64_t>& tokens, co
 
 // Mean next-character loss over fixed windows of the validation text, in eval mode.
 double validation_loss(tt::nn::GPT& gpt, const std::vector<std::pair<tt::Tensor, tt::Tensor>>& batches) {
-  tt::NoGradGuard no_grad;
-  gpt.eval();
+  examples::EvalScope eval(gpt);
   double sum = 0.0;
   for (const auto& [x, y] : batches) {
     tt::Tensor logits = gpt(x);
     sum += tt::F::cross_entropy(logits.reshape({-1, logits.size(2)}), y.reshape({-1})).item<double>();
   }
-  gpt.train();
   return sum / double(batches.size());
 }
 
@@ -197,24 +190,20 @@ int train(const Args& args) {
   }
 
   // --- model, optimizer, schedule ---------------------------------------------------------------
-  tt::nn::GPT gpt(tt::nn::GPTOptions(vocab.size(), T).n_layer(args.layers).n_embd(args.embd).n_head(args.heads));
-  int64_t n_params = 0;
-  for (const tt::Tensor& p : gpt.parameters()) n_params += p.numel();
-  std::printf("model: GPT, %lld layers, %lld heads, embedding %lld, context %lld: %lld parameters\n",
-              (long long)args.layers, (long long)args.heads, (long long)args.embd, (long long)T, (long long)n_params);
+  tt::nn::GPT gpt(args.model.options(vocab.size(), T));
+  std::printf("model: %s: %lld parameters\n", args.model.describe(T).c_str(),
+              (long long)examples::count_parameters(gpt));
   tt::optim::AdamW optimizer(gpt.parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-2));
   // Warmup, then cosine down to lr / 10 over the run. The run ends at args.steps or args.time,
   // whichever comes first, so the schedule follows progress = the larger of the two fractions
   // done (its closed form lr_at, evaluated at that point of the step budget).
-  const int64_t warmup = std::max<int64_t>(1, std::min<int64_t>(100, args.steps / 10));
-  auto cosine =
-      std::make_shared<tt::optim::CosineAnnealingLR>(optimizer, std::max<int64_t>(1, args.steps - warmup), args.lr / 10);
-  tt::optim::LinearWarmup schedule(optimizer, warmup, 0.1, cosine);
+  const auto schedule = examples::warmup_cosine(
+      optimizer, args.steps, std::max<int64_t>(1, std::min<int64_t>(100, args.steps / 10)), args.lr / 10);
   auto set_lr = [&](int64_t step, double seconds) {
     double progress = double(step) / double(args.steps);
     if (args.time > 0) progress = std::max(progress, seconds / args.time);
     const int64_t at = std::min(args.steps, std::max(step, int64_t(progress * double(args.steps))));
-    for (auto& group : optimizer.param_groups()) group.options().lr(schedule.lr_at(at, args.lr));
+    for (auto& group : optimizer.param_groups()) group.options().lr(schedule->lr_at(at, args.lr));
   };
 
   // --- train on random windows for at most args.steps steps or args.time seconds --------------------
@@ -227,7 +216,8 @@ int train(const Args& args) {
   if (args.time > 0) bar.set_time_limit(args.time);
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  double loss_avg = 0.0, val = initial_val;
+  examples::RunningLoss loss_avg;
+  double val = initial_val;
   int64_t step = 0;
   while (step < args.steps && (args.time <= 0 || elapsed() < args.time)) {
     ++step;
@@ -238,20 +228,17 @@ int train(const Args& args) {
     auto [x, y] = windows(train_tokens, starts, T);
     tt::Tensor logits = gpt(x);
     tt::Tensor loss = tt::F::cross_entropy(logits.reshape({-1, vocab.size()}), y.reshape({-1}));
-    optimizer.zero_grad();
-    loss.backward();
-    tt::nn::utils::clip_grad_norm_(gpt.parameters(), 1.0);
+    examples::compute_gradients(optimizer, loss, /*max_norm=*/1.0);
     set_lr(step - 1, elapsed());
     optimizer.step();
-    const double l = loss.item<double>();
-    loss_avg = step == 1 ? l : 0.95 * loss_avg + 0.05 * l;
+    loss_avg.add(loss.item<double>());
     const bool eval_now = step % args.eval_every == 0;
     if (eval_now) val = validation_loss(gpt, val_batches);
-    bar.step(args.batch_size * T, {{"loss", loss_avg}, {"val loss", val}});
+    bar.step(args.batch_size * T, {{"loss", loss_avg.value()}, {"val loss", val}});
     if (eval_now && step != args.steps) bar.log();
   }
   val = validation_loss(gpt, val_batches);
-  bar.set_metrics({{"loss", loss_avg}, {"val loss", val}});
+  bar.set_metrics({{"loss", loss_avg.value()}, {"val loss", val}});
   bar.finish();
   std::printf("trained %lld steps in %.1f s%s; validation loss %.3f -> %.3f\n", (long long)step, elapsed(),
               step < args.steps ? " (time limit)" : "", initial_val, val);
@@ -270,12 +257,11 @@ int train(const Args& args) {
   std::printf("%s%s%s%s\n\n", tty ? "\033[1m" : "[", args.prompt.c_str(), tty ? "\033[0m" : "]", continuation.c_str());
 
   const double drop = (initial_val - val) / initial_val;
-  if (drop < args.min_drop) {
-    std::printf("FAIL: the validation loss fell by %.1f%%, less than %.1f%%\n", 100 * drop, 100 * args.min_drop);
-    return 1;
-  }
-  std::printf("OK: the validation loss fell by %.1f%% (>= %.1f%%)\n", 100 * drop, 100 * args.min_drop);
-  return 0;
+  examples::Verdict verdict;
+  verdict.require(drop >= args.min_drop, examples::format("the validation loss fell by %.1f%%, less than %.1f%%",
+                                                          100 * drop, 100 * args.min_drop));
+  return verdict.finish(
+      examples::format("the validation loss fell by %.1f%% (>= %.1f%%)", 100 * drop, 100 * args.min_drop));
 }
 
 int main(int argc, char** argv) {

@@ -15,10 +15,7 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <iostream>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -27,6 +24,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "train_loop.h"
 
 namespace {
 
@@ -36,9 +34,7 @@ struct Args {
   int64_t steps = 600;
   int64_t batch_size = 64;
   double lr = 3e-3;
-  int64_t layers = 2;
-  int64_t embd = 64;
-  int64_t heads = 4;
+  examples::GptSize model{/*layers=*/2, /*embd=*/64, /*heads=*/4};
   int64_t eval_size = 1000;
   int64_t eval_every = 100;
   double target = 0.99;
@@ -58,35 +54,27 @@ Args parse(int argc, char** argv) {
   cli.option("--steps", a.steps, "N", "training steps");
   cli.option("--batch-size", a.batch_size, "B", "rows per step");
   cli.option("--lr", a.lr, "LR", "AdamW's peak learning rate");
-  cli.option("--layers", a.layers, "N", "transformer blocks");
-  cli.option("--embd", a.embd, "E", "embedding width");
-  cli.option("--heads", a.heads, "H", "attention heads per block");
+  a.model.add_options(cli);
   cli.option("--eval-size", a.eval_size, "N", "held-out rows, never trained on");
   cli.option("--eval-every", a.eval_every, "N", "steps between held-out evaluations");
   cli.option("--target", a.target, "ACC", "held-out exact-sequence accuracy to reach");
   cli.option("--seed", a.seed, "S", "seed of the data and the weights");
   cli.option("--out", a.out, "DIR", "where the attention maps and the checkpoint go");
   cli.parse(argc, argv);
-  if (a.length < 1 || a.steps < 1 || a.batch_size < 1 || a.layers < 1 || a.embd < 1 || a.heads < 1 ||
-      a.eval_size < 1 || a.eval_every < 1 || !(a.lr > 0))
+  if (a.length < 1 || a.steps < 1 || a.batch_size < 1 || !a.model.positive() || a.eval_size < 1 || a.eval_every < 1 ||
+      !(a.lr > 0))
     cli.fail("sizes, counts and --lr must be positive");
   return a;
 }
 
 tt::nn::GPT make_model(const Args& args, const tt::data::SequenceTask& task) {
-  return tt::nn::GPT(tt::nn::GPTOptions(task.vocab_size(), task.sequence_length())
-                         .n_layer(args.layers)
-                         .n_embd(args.embd)
-                         .n_head(args.heads));
+  return tt::nn::GPT(args.model.options(task.vocab_size(), task.sequence_length()));
 }
 
 // Logits [B, 2L, V] of the model for a batch, in eval mode and without grad.
 tt::Tensor eval_logits(tt::nn::GPT& gpt, const tt::data::SequenceBatch& batch) {
-  tt::NoGradGuard no_grad;
-  gpt.eval();
-  tt::Tensor logits = gpt(batch.input);
-  gpt.train();
-  return logits;
+  examples::EvalScope eval(gpt);
+  return gpt(batch.input);
 }
 
 // Greedy answers [B, L]: the model writes L tokens after each prompt, one at a time.
@@ -168,35 +156,27 @@ int train(const Args& args) {
 
   // --- model, optimizer, schedule ---------------------------------------------------------------
   tt::nn::GPT gpt = make_model(args, task);
-  int64_t n_params = 0;
-  for (const tt::Tensor& p : gpt.parameters()) n_params += p.numel();
-  std::printf("model: GPT, %lld layers, %lld heads, embedding %lld, context %lld, vocabulary %lld: %lld parameters\n",
-              (long long)args.layers, (long long)args.heads, (long long)args.embd, (long long)T, (long long)V,
-              (long long)n_params);
+  std::printf("model: %s, vocabulary %lld: %lld parameters\n", args.model.describe(T).c_str(), (long long)V,
+              (long long)examples::count_parameters(gpt));
   tt::optim::AdamW optimizer(gpt.parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-2));
-  const int64_t warmup = std::max<int64_t>(1, args.steps / 20);
-  auto cosine =
-      std::make_shared<tt::optim::CosineAnnealingLR>(optimizer, std::max<int64_t>(1, args.steps - warmup), args.lr / 20);
-  tt::optim::LinearWarmup schedule(optimizer, warmup, 0.1, cosine);
+  auto schedule = examples::warmup_cosine(optimizer, args.steps, std::max<int64_t>(1, args.steps / 20), args.lr / 20);
 
   // --- train: next-token cross-entropy on the answer positions (the prompt's targets are -100) -----
   gpt.train();
   examples::ProgressBar bar("train", args.steps, "tokens");
-  double loss_avg = 0.0, test_acc = 0.0;
+  examples::RunningLoss loss_avg;
+  double test_acc = 0.0;
   for (int64_t step = 1; step <= args.steps; ++step) {
     tt::data::SequenceBatch batch = task.sample(args.batch_size);
     tt::Tensor logits = gpt(batch.input);
     tt::Tensor loss = tt::F::cross_entropy(logits.reshape({-1, V}), batch.target.reshape({-1}));
-    optimizer.zero_grad();
-    loss.backward();
-    tt::nn::utils::clip_grad_norm_(gpt.parameters(), 1.0);
+    examples::compute_gradients(optimizer, loss, /*max_norm=*/1.0);
     optimizer.step();
-    schedule.step();
-    const double l = loss.item<double>();
-    loss_avg = step == 1 ? l : 0.95 * loss_avg + 0.05 * l;
+    schedule->step();
+    loss_avg.add(loss.item<double>());
     const bool eval_now = step % args.eval_every == 0 || step == args.steps;
     if (eval_now) test_acc = tt::data::sequence_accuracy(eval_logits(gpt, test), test.target).sequence;
-    bar.step(args.batch_size * T, {{"loss", loss_avg}, {"held-out acc%", 100 * test_acc}});
+    bar.step(args.batch_size * T, {{"loss", loss_avg.value()}, {"held-out acc%", 100 * test_acc}});
     if (eval_now && step != args.steps) bar.log();
   }
   bar.finish();
@@ -232,34 +212,18 @@ int train(const Args& args) {
   term.color = isatty(fileno(stdout)) != 0;
   std::printf("%s\n", tt::viz::render_attention_terminal(maps[s.layer].select(0, s.head), labels, labels, term).c_str());
   std::printf("attention maps (every head and their mean, per layer): %s/attention_layer{0..%lld}.png\n",
-              args.out.c_str(), (long long)args.layers - 1);
+              args.out.c_str(), (long long)args.model.layers - 1);
 
   // --- checkpoint: save, reload into a fresh model, compare ----------------------------------------
   const std::string ckpt = (std::filesystem::path(args.out) / "gpt_task.safetensors").string();
-  tt::Tensor logits = eval_logits(gpt, test);
-  tt::save(gpt, ckpt, {{"example", "train_gpt_task"}, {"task", args.task}, {"length", std::to_string(L)}});
-  tt::manual_seed(args.seed + 1);  // a differently initialized model...
-  tt::nn::GPT reloaded = make_model(args, task);
-  tt::load(reloaded, ckpt);  // ...takes the saved weights
-  tt::Tensor logits2 = eval_logits(reloaded, test);
-  const double max_diff = (logits2 - logits).abs().max().item<double>();
-  std::printf("checkpoint: %s; reloaded model: max |logit diff| %g on the held-out rows\n", ckpt.c_str(), max_diff);
+  const examples::ReloadCheck reload = examples::checkpoint_round_trip(
+      gpt, ckpt, {{"example", "train_gpt_task"}, {"task", args.task}, {"length", std::to_string(L)}}, args.seed,
+      [&] { return make_model(args, task); }, [&](tt::nn::GPT& m) { return eval_logits(m, test); });
+  std::printf("checkpoint: %s; reloaded model: max |logit diff| %g on the held-out rows\n", ckpt.c_str(),
+              reload.max_diff);
 
-  bool pass = true;
-  if (max_diff != 0.0) {
-    std::printf("FAIL: the reloaded model differs from the trained one\n");
-    pass = false;
-  }
-  if (greedy_acc < args.target) {
-    std::printf("FAIL: held-out exact-sequence accuracy %.2f%% is below the target %.2f%%\n", 100 * greedy_acc,
-                100 * args.target);
-    pass = false;
-  }
-  if (pass) {
-    std::printf("OK: held-out exact-sequence accuracy %.2f%% >= %.2f%%, checkpoint reloads exactly\n",
-                100 * greedy_acc, 100 * args.target);
-  }
-  return pass ? 0 : 1;
+  return examples::accuracy_verdict("held-out exact-sequence accuracy", greedy_acc, args.target,
+                                    reload.max_diff == 0.0);
 }
 
 int main(int argc, char** argv) {

@@ -9,8 +9,6 @@
 //             [--seed S] [--checkpoint PATH] [--target ACC]
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,6 +17,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "train_loop.h"
 
 namespace {
 
@@ -86,74 +85,48 @@ int train(const Args& args) {
   std::cout << *model << "\n";
   tt::optim::AdamW optimizer(model->parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-4));
   const int64_t steps = int64_t(loader.size()) * args.epochs;
-  const int64_t warmup = std::max<int64_t>(1, steps / 10);
-  auto cosine = std::make_shared<tt::optim::CosineAnnealingLR>(optimizer, std::max<int64_t>(1, steps - warmup));
-  tt::optim::LinearWarmup schedule(optimizer, warmup, 0.1, cosine);
+  auto schedule = examples::warmup_cosine(optimizer, steps, std::max<int64_t>(1, steps / 10));
 
   // --- train --------------------------------------------------------------------------------------
   const tt::Tensor& test_x = split.test->data();
   const tt::Tensor& test_y = split.test->targets();
+  auto test_logits = [&](tt::nn::Sequential& m) {
+    examples::EvalScope eval(m);
+    return m.forward(test_x);
+  };
   double test_acc = 0.0;
+  model->train();
   for (int epoch = 1; epoch <= args.epochs; ++epoch) {
-    model->train();
     examples::ProgressBar bar("epoch " + std::to_string(epoch) + "/" + std::to_string(args.epochs),
                               int64_t(loader.size()));
     double loss_sum = 0.0, correct = 0.0, seen = 0.0;
     for (const tt::data::Batch& batch : loader) {
       tt::Tensor logits = model->forward(batch.data);
       tt::Tensor loss = tt::F::cross_entropy(logits, batch.target);
-      optimizer.zero_grad();
-      loss.backward();
+      examples::compute_gradients(optimizer, loss);
       optimizer.step();
-      schedule.step();
+      schedule->step();
       const double n = double(batch.data.size(0));
       loss_sum += loss.item<double>() * n;
       correct += accuracy(logits.detach(), batch.target) * n;
       seen += n;
-      bar.step(int64_t(n), {{"loss", loss_sum / seen}, {"acc", correct / seen}, {"lr", schedule.get_last_lr()[0]}});
+      bar.step(int64_t(n), {{"loss", loss_sum / seen}, {"acc", correct / seen}, {"lr", schedule->get_last_lr()[0]}});
     }
-    {
-      tt::NoGradGuard no_grad;
-      model->eval();
-      test_acc = accuracy(model->forward(test_x), test_y);
-    }
+    test_acc = accuracy(test_logits(*model), test_y);
     bar.set_metrics({{"loss", loss_sum / seen}, {"acc", correct / seen}, {"test_acc", test_acc}});
     bar.finish();
   }
 
   // --- checkpoint: save, reload into a fresh model, compare ----------------------------------------
-  tt::Tensor logits;
-  {
-    tt::NoGradGuard no_grad;
-    logits = model->forward(test_x);
-  }
-  tt::save(*model, args.checkpoint, {{"example", "train_mlp"}, {"data", args.data}});
-  tt::manual_seed(args.seed + 1);  // a differently initialized model...
-  auto reloaded = make_model(features, args.hidden, classes);
-  tt::load(*reloaded, args.checkpoint);  // ...takes the saved weights
-  reloaded->eval();
-  tt::Tensor logits2;
-  {
-    tt::NoGradGuard no_grad;
-    logits2 = reloaded->forward(test_x);
-  }
-  const double max_diff = (logits2 - logits).abs().max().item<double>();
-  const double reloaded_acc = accuracy(logits2, test_y);
+  const examples::ReloadCheck reload = examples::checkpoint_round_trip(
+      *model, args.checkpoint, {{"example", "train_mlp"}, {"data", args.data}}, args.seed,
+      [&] { return make_model(features, args.hidden, classes); }, test_logits);
+  const double reloaded_acc = accuracy(reload.after, test_y);
   std::printf("checkpoint: %s; reloaded model: test accuracy %.2f%% (before saving %.2f%%), max |logit diff| %g\n",
-              args.checkpoint.c_str(), 100 * reloaded_acc, 100 * test_acc, max_diff);
+              args.checkpoint.c_str(), 100 * reloaded_acc, 100 * test_acc, reload.max_diff);
 
-  bool ok = true;
-  if (max_diff != 0.0 || reloaded_acc != test_acc) {
-    std::printf("FAIL: the reloaded model differs from the trained one\n");
-    ok = false;
-  }
-  if (test_acc < args.target) {
-    std::printf("FAIL: held-out accuracy %.2f%% is below the target %.2f%%\n", 100 * test_acc, 100 * args.target);
-    ok = false;
-  }
-  if (ok) std::printf("OK: held-out accuracy %.2f%% >= %.2f%%, checkpoint reloads exactly\n", 100 * test_acc,
-                      100 * args.target);
-  return ok ? 0 : 1;
+  return examples::accuracy_verdict("held-out accuracy", test_acc, args.target,
+                                    reload.max_diff == 0.0 && reloaded_acc == test_acc);
 }
 
 int main(int argc, char** argv) {

@@ -1,0 +1,197 @@
+// Pieces of the training loop the examples share: the GPT size flags, the parameter count, the
+// warmup + cosine learning rate, the gradients of a step (with clipping), the running loss,
+// evaluation as a scope, the checkpoint round trip (save, reload into a fresh model, compare) and
+// the final OK/FAIL verdict with its exit status.
+//
+//   auto schedule = examples::warmup_cosine(optimizer, steps, warmup, lr / 20);
+//   examples::RunningLoss loss_avg;
+//   for (...) {
+//     tt::Tensor loss = ...;
+//     examples::compute_gradients(optimizer, loss, /*max_norm=*/1.0);
+//     optimizer.step();
+//     schedule->step();
+//     loss_avg.add(loss.item<double>());
+//   }
+//   examples::Verdict verdict;
+//   verdict.require(drop >= 0.3, examples::format("the loss fell by %.1f%% only", 100 * drop));
+//   return verdict.finish("the loss fell enough");   // 0 when every requirement held, else 1
+#pragma once
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <tinytorch/tinytorch.h>
+
+#include "cli.h"
+
+namespace examples {
+
+// printf into a std::string.
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+inline std::string format(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, args);
+  va_end(args);
+  std::string out(size_t(n > 0 ? n : 0), '\0');
+  std::vsnprintf(out.data(), out.size() + 1, fmt, again);
+  va_end(again);
+  return out;
+}
+
+// --- the model ---------------------------------------------------------------------------------
+
+// The size of the GPT both GPT examples train, and its flags (--layers N --embd E --heads H).
+struct GptSize {
+  int64_t layers, embd, heads;
+
+  void add_options(Cli& cli) {
+    cli.option("--layers", layers, "N", "transformer blocks");
+    cli.option("--embd", embd, "E", "embedding width");
+    cli.option("--heads", heads, "H", "attention heads per block");
+  }
+  bool positive() const { return layers >= 1 && embd >= 1 && heads >= 1; }
+  tt::nn::GPTOptions options(int64_t vocab_size, int64_t context) const {
+    return tt::nn::GPTOptions(vocab_size, context).n_layer(layers).n_embd(embd).n_head(heads);
+  }
+  // "GPT, 2 layers, 4 heads, embedding 64, context 16"
+  std::string describe(int64_t context) const {
+    return format("GPT, %lld layers, %lld heads, embedding %lld, context %lld", (long long)layers, (long long)heads,
+                  (long long)embd, (long long)context);
+  }
+};
+
+// The number of scalars in a module's parameters.
+inline int64_t count_parameters(const tt::nn::Module& model) {
+  int64_t n = 0;
+  for (const tt::Tensor& p : model.parameters()) n += p.numel();
+  return n;
+}
+
+// --- the step ------------------------------------------------------------------------------------
+
+// The learning rate of every example: a linear warmup from lr / 10 over `warmup` steps, then half
+// a cosine down to `lr_min` over the rest of `steps` (at least one step). step() it after each
+// optimizer step, or read its closed form lr_at(step, lr).
+inline std::unique_ptr<tt::optim::LinearWarmup> warmup_cosine(tt::optim::Optimizer& optimizer, int64_t steps,
+                                                              int64_t warmup, double lr_min = 0.0) {
+  auto cosine = std::make_shared<tt::optim::CosineAnnealingLR>(optimizer, std::max<int64_t>(1, steps - warmup), lr_min);
+  return std::make_unique<tt::optim::LinearWarmup>(optimizer, warmup, 0.1, cosine);
+}
+
+// What comes before optimizer.step(): fresh gradients of `loss`, their total norm clipped to
+// `max_norm` (no clipping when 0).
+inline void compute_gradients(tt::optim::Optimizer& optimizer, const tt::Tensor& loss, double max_norm = 0.0) {
+  optimizer.zero_grad();
+  loss.backward();
+  if (max_norm > 0) tt::nn::utils::clip_grad_norm_(optimizer.parameters(), max_norm);
+}
+
+// The training loss for the progress bar: an exponential moving average over about the last 20
+// steps, starting at the first loss.
+class RunningLoss {
+ public:
+  double add(double loss) {
+    value_ = count_++ == 0 ? loss : 0.95 * value_ + 0.05 * loss;
+    return value_;
+  }
+  double value() const { return value_; }
+
+ private:
+  double value_ = 0.0;
+  int64_t count_ = 0;
+};
+
+// Evaluation as a scope: no autograd graph, the module in eval mode (no dropout), and its mode
+// restored at the end.
+class EvalScope {
+ public:
+  explicit EvalScope(tt::nn::Module& model) : model_(model), was_training_(model.is_training()) { model.eval(); }
+  ~EvalScope() { model_.train(was_training_); }
+  EvalScope(const EvalScope&) = delete;
+  EvalScope& operator=(const EvalScope&) = delete;
+
+ private:
+  tt::NoGradGuard no_grad_;
+  tt::nn::Module& model_;
+  bool was_training_;
+};
+
+// --- the end of a run ------------------------------------------------------------------------------
+
+// The outputs of the trained model and of its reloaded copy, and their largest difference (0 when
+// the checkpoint reloads exactly).
+struct ReloadCheck {
+  tt::Tensor before, after;
+  double max_diff;
+};
+
+// A module held by value or by shared_ptr.
+template <class M>
+M& module_of(M& model) {
+  return model;
+}
+template <class M>
+M& module_of(std::shared_ptr<M>& model) {
+  return *model;
+}
+
+// Saves `model` to `path` (with `metadata`), builds a fresh model with make_model() under seed + 1
+// (so that its own weights differ), loads the file into it, and compares outputs(model) with
+// outputs(fresh model). make_model returns a module or a shared_ptr to one.
+template <class Model, class Make, class Outputs>
+ReloadCheck checkpoint_round_trip(Model& model, const std::string& path,
+                                  const std::map<std::string, std::string>& metadata, uint64_t seed, Make make_model,
+                                  Outputs outputs) {
+  ReloadCheck check;
+  check.before = outputs(model);
+  tt::save(model, path, metadata);
+  tt::manual_seed(seed + 1);  // a differently initialized model...
+  auto fresh = make_model();
+  auto& reloaded = module_of(fresh);
+  tt::load(reloaded, path);  // ...takes the saved weights
+  check.after = outputs(reloaded);
+  check.max_diff = (check.after - check.before).abs().max().item<double>();
+  return check;
+}
+
+// The verdict that ends a run: each requirement that does not hold prints "FAIL: <why>"; when all
+// hold, finish() prints "OK: <summary>". The exit status is 0 or 1.
+class Verdict {
+ public:
+  void require(bool holds, const std::string& failure) {
+    if (holds) return;
+    std::printf("FAIL: %s\n", failure.c_str());
+    passed_ = false;
+  }
+  int finish(const std::string& success) const {
+    if (!passed_) return 1;
+    std::printf("OK: %s\n", success.c_str());
+    return 0;
+  }
+
+ private:
+  bool passed_ = true;
+};
+
+// The verdict of a run with an accuracy target and a checkpoint: fails when the reloaded model
+// differs, or when `what` ("held-out accuracy") is below the target; both are percentages.
+inline int accuracy_verdict(const std::string& what, double accuracy, double target, bool reloads_exactly) {
+  Verdict verdict;
+  verdict.require(reloads_exactly, "the reloaded model differs from the trained one");
+  verdict.require(accuracy >= target,
+                  format("%s %.2f%% is below the target %.2f%%", what.c_str(), 100 * accuracy, 100 * target));
+  return verdict.finish(
+      format("%s %.2f%% >= %.2f%%, checkpoint reloads exactly", what.c_str(), 100 * accuracy, 100 * target));
+}
+
+}  // namespace examples
