@@ -1,8 +1,8 @@
 // Module 01 walkthrough: a tensor is a block of storage plus (offset, shape, strides, dtype).
 // Run it with `tools/tt walkthrough 01` (or build-*/modules/walkthrough_01). Every step prints
 // the code it runs (after ">>>") and what came out, as a notebook would. Read it beside
-// modules/01_tensor/README.md; this file teaches by showing, the README by explaining.
-#include <chrono>
+// modules/01_tensor/README.md; this file teaches by showing, the README by explaining. Each
+// numbered section is one function; `--step N` reruns section N alone, `--list` lists them.
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
@@ -14,7 +14,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -68,15 +68,9 @@ void print_stats(const char* when) {
             << s.num_allocs << " (from the system: " << s.num_system_allocs << ")\n";
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int main() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 01 - tensors: storage, dtype, shape and strides, views, broadcasting,\n"
-               "elementwise ops, reductions, printing and memory statistics.\n";
-
-  // -------------------------------------------------------------------------------------------
-  heading("1. Creating tensors");
+void step_1_creating_tensors() {
   say("Factories make tensors from nothing; tt::tensor makes one from values you type.");
   SHOW(tt::tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}));
   SHOW(tt::zeros({2, 3}));
@@ -89,9 +83,11 @@ int main() {
   say("Same seed, same numbers (the generator is counter based, so thread count does not matter):");
   RUN(tt::manual_seed(0));
   SHOW(tt::randn({2, 3}));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. dtype: what one element is");
+// -----------------------------------------------------------------------------------------------
+
+void step_2_dtype_element() {
   say("Floating literals give float32, integer literals int64, bool literals bool, as in PyTorch.");
   SHOW(tt::tensor({1.5, 2.5}).dtype());
   SHOW(tt::tensor({1, 2}).dtype());
@@ -103,9 +99,12 @@ int main() {
   SHOW(tt::zeros({1}, tt::kFloat32).element_size());
   SHOW(tt::zeros({1}, tt::kFloat64).element_size());
   SHOW(tt::zeros({1}, tt::kBool).element_size());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. Storage, offset, shape, strides");
+// -----------------------------------------------------------------------------------------------
+
+// Returns x, which steps 4, 5 and 8 read again.
+tt::Tensor step_3_storage() {
   say("A tensor is a view of a flat block of memory, the storage. Element [i, j] lives at\n"
       "    storage[offset + i * stride[0] + j * stride[1]]\n"
       "Strides count elements, not bytes. A fresh tensor is contiguous: row-major, last stride 1.");
@@ -117,9 +116,13 @@ int main() {
   RUN(const float* p = x.data_ptr<float>());
   SHOW(p[x.storage_offset() + 1 * x.stride(0) + 2 * x.stride(1)]);
   SHOW(x[1][2].item<float>());
+  return x;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. Views change metadata, never data");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_views() {
+  const tt::Tensor x = quietly(step_3_storage);
   say("transpose swaps two strides. Nothing moves; the same storage is read in another order.");
   RUN(tt::Tensor xt = x.t());
   SHOW(xt);
@@ -161,9 +164,12 @@ int main() {
   RUN(y.select(1, 0).fill_(-1));
   SHOW(y);
   SHOW(y.version());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. view vs reshape, and when contiguous() copies");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_view_reshape() {
+  const tt::Tensor x = quietly(step_3_storage), xt = x.t();  // step 4's xt
   say("view() never copies: it fails when the strides cannot express the new shape. A transposed\n"
       "matrix cannot be flattened without reordering memory:");
   SHOW_ERROR(xt.view({12}));
@@ -182,9 +188,11 @@ int main() {
   say("Not every non-contiguous view blocks view(): a slice of whole rows can still be split.");
   RUN(tt::Tensor two_rows = x.slice(0, 1, 3));
   SHOW(two_rows.view({2, 2, 2}));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. Broadcasting: stride 0 instead of copies");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_broadcasting() {
   say("Shapes are lined up from the right; each pair of sizes must match or one must be 1, and\n"
       "size-1 (or missing) dims stretch. [3, 1] + [1, 4] -> [3, 4]:");
   RUN(tt::Tensor col = tt::tensor({0.0, 10.0, 20.0}).unsqueeze(1));
@@ -198,9 +206,11 @@ int main() {
   SHOW((batch + tt::tensor({0.0, 0.1, 0.2, 0.3}))[1]);
   say("Sizes that are neither equal nor 1 are an error, with the shapes in the message:");
   SHOW_ERROR(tt::ones({3}) + tt::ones({4}));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. Elementwise ops and type promotion");
+// -----------------------------------------------------------------------------------------------
+
+void step_7_elementwise() {
   RUN(tt::Tensor a = tt::tensor({1.0, 4.0, 9.0}));
   SHOW(a.sqrt());
   SHOW(a * 2 - 1);
@@ -225,9 +235,12 @@ int main() {
   say("...and to store a float result in an integer tensor:");
   RUN(tt::Tensor ints = tt::tensor({1, 2}));
   SHOW_ERROR(ints.add_(0.5));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. Reductions");
+// -----------------------------------------------------------------------------------------------
+
+void step_8_reductions() {
+  const tt::Tensor xt = quietly(step_3_storage).t();  // step 4's xt
   RUN(tt::Tensor m = tt::tensor({{1.0, 5.0, 3.0}, {4.0, 2.0, 6.0}}));
   SHOW(m.sum());
   SHOW(m.sum({0}));
@@ -256,9 +269,11 @@ int main() {
   SHOW(1000000 * double(0.1f));
   std::cout << std::setprecision(6);
   say("(from_blob wrapped the vector's memory: no copy, and the vector must outlive the tensor.)");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. Printing");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_printing() {
   say("Floats that are all whole print as \"3.\", others with 4 decimals, wide ranges in\n"
       "scientific notation; float64 and requires_grad add a suffix; more than 1000 elements are\n"
       "summarized to the first and last three entries of each dim.");
@@ -268,9 +283,11 @@ int main() {
   SHOW(tt::tensor({1.0, 2.0}, tt::kFloat64));
   SHOW(tt::tensor({true, false}));
   SHOW(tt::arange(2000).view({40, 50}));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. Memory statistics");
+// -----------------------------------------------------------------------------------------------
+
+void step_10_memory() {
   say("Every CPU tensor's bytes come from a caching allocator that rounds sizes up to 64 bytes and\n"
       "keeps freed blocks for reuse. tt::memory::stats() reports what it holds.");
   tt::memory::empty_cache();
@@ -290,8 +307,32 @@ int main() {
   print_stats("a same-sized tensor reuses the cached block: no new system allocation");
   say("The attention lessons read peak_allocated_bytes the same way, to watch a [T, T] score\n"
       "matrix grow with the square of the sequence length.");
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << std::fixed << std::setprecision(2) << secs << " s. Next: modules/02_matmul.\n";
-  return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_01";
+  w.begin = [] {
+    std::cout << "Module 01 - tensors: storage, dtype, shape and strides, views, broadcasting,\n"
+                 "elementwise ops, reductions, printing and memory statistics.\n";
+  };
+  w.steps = {
+      {"1", "Creating tensors", step_1_creating_tensors},
+      {"2", "dtype: what one element is", step_2_dtype_element},
+      {"3", "Storage, offset, shape, strides", step_3_storage},
+      {"4", "Views change metadata, never data", step_4_views},
+      {"5", "view vs reshape, and when contiguous() copies", step_5_view_reshape},
+      {"6", "Broadcasting: stride 0 instead of copies", step_6_broadcasting},
+      {"7", "Elementwise ops and type promotion", step_7_elementwise},
+      {"8", "Reductions", step_8_reductions},
+      {"9", "Printing", step_9_printing},
+      {"10", "Memory statistics", step_10_memory},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << std::fixed << std::setprecision(2) << secs << " s. Next: modules/02_matmul.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
