@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -115,6 +116,15 @@ auto quietly(F f) -> decltype(f()) {
   Restore restore{std::cout.rdbuf(&null_buffer), std::ios(nullptr)};
   restore.format.copyfmt(std::cout);
   return f();
+}
+
+// Puts the default random stream where a full run has it when a step begins: seeded with `seed`,
+// then `drawn` numbers taken (a random tensor takes one per element). A step that prints what it
+// draws from a stream an earlier step began calls it first, so that it prints the same numbers
+// when it runs alone.
+inline void resume_random_stream(uint64_t seed, uint64_t drawn) {
+  tt::manual_seed(seed);
+  tt::default_generator().take(drawn);
 }
 
 // --- the step runner -----------------------------------------------------------------------------

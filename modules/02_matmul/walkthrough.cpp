@@ -3,7 +3,8 @@
 // forms of matmul and that transposed views reach BLAS without copies; part B measures GFLOP/s
 // against the machine's peak, the gap to a naive loop, and the arithmetic intensity of the
 // products the attention lessons are built from. It calls cblas_sgemm itself only to time raw
-// OpenBLAS beside tinytorch. Takes ~10-30 s on 2 cores.
+// OpenBLAS beside tinytorch. Takes ~10-30 s on 2 cores. Each section (A1 ... B5) is one function;
+// `--step B4` reruns one alone (measuring again what it reads from B2 and B3), `--list` lists them.
 #include <cblas.h>
 #include <unistd.h>
 
@@ -21,7 +22,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -121,6 +122,13 @@ Machine read_machine() {
   return m;
 }
 
+// cores x clock x float32 lanes x 2 (an FMA is 2 FLOPs) x 2 FMA units per core, in FLOP/s; 0 when
+// the clock is unknown.
+double theoretical_peak(const Machine& m) {
+  const double flops_per_cycle = double(m.f32_lanes) * 2.0 /*FMA = 2 FLOPs*/ * 2.0 /*FMA units*/;
+  return m.cores * m.mhz * 1e6 * flops_per_cycle;
+}
+
 // --- the naive loops ---------------------------------------------------------------------------
 
 // c[i][j] = sum over k of a[i][k] * b[k][j], in the textbook (i, j, k) order. The inner loop
@@ -156,16 +164,9 @@ struct Workload {
   double bytes() const { return 4.0 * batch * (M * K + K * N + M * N); }
 };
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int main() {
-  const double t_start = now();
-  std::cout << "Module 02 - matmul: GEMM through OpenBLAS, batched and broadcast matmul,\n"
-               "FLOPs, bytes and arithmetic intensity, measured on this machine.\n";
-  tt::manual_seed(0);
-
-  // ===========================================================================================
-  heading("A1. The forms of matmul");
+void step_a1_forms() {
   say("matmul follows PyTorch's rules. Two matrices: [M, K] @ [K, N] -> [M, N].");
   RUN(tt::Tensor a = tt::tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}));
   RUN(tt::Tensor b = tt::tensor({{1.0, 0.0}, {0.0, 1.0}, {1.0, 1.0}}));
@@ -191,9 +192,11 @@ int main() {
   say("float32 and float64 go to OpenBLAS (sgemm, dgemm). BLAS has no integer GEMM, so int64 runs\n"
       "a plain triple loop (the function you write in exercise mode):");
   SHOW(tt::tensor({{1, 2}, {3, 4}}).matmul(tt::tensor({{5, 6}, {7, 8}})));
+}
 
-  // ===========================================================================================
-  heading("A2. Transposes are flags, not copies");
+// -----------------------------------------------------------------------------------------------
+
+void step_a2_transposes() {
   say("BLAS reads a row-major matrix through a pointer, a transpose flag and a leading dimension\n"
       "(the distance between rows). A transposed view of a contiguous [N, K] matrix is exactly a\n"
       "'transposed' matrix with leading dimension K, so it goes in as it is.");
@@ -231,9 +234,11 @@ int main() {
       "being repeated in memory.");
   RUN(tt::Tensor xs = tt::randn({B, T, C}), shared_w = tt::randn({C, C}));
   SHOW(allocations_during([&] { tt::Tensor y = xs.matmul(shared_w); }));
+}
 
-  // ===========================================================================================
-  heading("A3. Counting FLOPs and bytes");
+// -----------------------------------------------------------------------------------------------
+
+void step_a3_flops_bytes() {
   say("Each of the M*N outputs is a K-long dot product: K multiplies and K adds. So\n"
       "    FLOPs = 2 * M * N * K\n"
       "and the least traffic to memory is reading A and B once and writing C once:\n"
@@ -243,9 +248,11 @@ int main() {
   for (double n : {64.0, 512.0, 4096.0})
     std::cout << "    n = " << fmt("%5.0f", n) << ": " << fmt("%10.3g", gemm_flops(n, n, n)) << " FLOPs, "
               << fmt("%10.3g", 12 * n * n) << " bytes, " << fmt("%7.1f", n / 6) << " FLOPs/byte\n";
+}
 
-  // ===========================================================================================
-  heading("B1. This machine");
+// -----------------------------------------------------------------------------------------------
+
+void step_b1_machine() {
   const Machine mc = read_machine();
   std::cout << "    CPU: " << mc.model << "\n    online cores: " << mc.cores
             << ", OpenBLAS core: " << openblas_get_corename()
@@ -257,8 +264,7 @@ int main() {
     std::cout << "    load average (1 min): " << l1
               << "   (other programs on these cores make every number below smaller)\n";
   }
-  const double flops_per_cycle = double(mc.f32_lanes) * 2.0 /*FMA = 2 FLOPs*/ * 2.0 /*FMA units*/;
-  const double theoretical = mc.cores * mc.mhz * 1e6 * flops_per_cycle;
+  const double theoretical = theoretical_peak(mc);
   say("THEORETICAL peak, from /proc/cpuinfo:\n"
       "    cores x clock x float32 lanes x 2 (an FMA is 2 FLOPs) x FMA units per core");
   if (mc.mhz > 0) {
@@ -270,9 +276,16 @@ int main() {
   } else {
     std::cout << "    (no 'cpu MHz' in /proc/cpuinfo: theoretical peak unknown)\n";
   }
+}
 
-  // ===========================================================================================
-  heading("B2. GFLOP/s of our matmul, next to raw OpenBLAS");
+// -----------------------------------------------------------------------------------------------
+
+// What B2 and B3 measure and later sections read: set by the step that measures it.
+double g_measured_peak = 0;  // FLOP/s, the best raw sgemm rate of B2
+double g_bandwidth = 0;      // bytes/s of a + b, B3
+
+void step_b2_gflops() {
+  const double theoretical = theoretical_peak(read_machine());
   say("Square float32 products n x n x n; best of N runs. 'OpenBLAS' calls cblas_sgemm directly on\n"
       "the same kind of buffers; the two are timed in turn, so load from other programs falls on\n"
       "both. Any gap between the columns is tinytorch's own overhead (shape checks, allocating\n"
@@ -297,6 +310,7 @@ int main() {
     rows.push_back({n, tt_s, blas_s});
     measured_peak = std::max(measured_peak, gemm_flops(n, n, n) / blas_s);
   }
+  g_measured_peak = measured_peak;
   std::cout << "\n       n   tinytorch ms   tinytorch GFLOP/s   OpenBLAS GFLOP/s   tt/OpenBLAS   "
                "% measured peak\n";
   for (const Row& r : rows) {
@@ -315,9 +329,18 @@ int main() {
       "packing panels of A and B, starting threads) are paid either way. If a large size comes out\n"
       "slower than a middle one, other work on the machine took time from the long runs (the two\n"
       "columns still agree): run it again, or on a quiet machine.");
+}
 
-  // ===========================================================================================
-  heading("B3. Memory bandwidth, and the roofline");
+// -----------------------------------------------------------------------------------------------
+
+// B2's measured peak, measured again (quietly) when B2 did not run.
+double measured_peak_of_b2() {
+  if (g_measured_peak == 0) quietly(step_b2_gflops);
+  return g_measured_peak;
+}
+
+void step_b3_bandwidth() {
+  const double measured_peak = measured_peak_of_b2();
   say("The other roof is memory. a + b on 16M float32 reads 2 x 64 MiB and writes 64 MiB:");
   double bandwidth = 0;
   {
@@ -327,14 +350,28 @@ int main() {
     std::cout << "    a + b: " << fmt("%.2f", s * 1e3) << " ms -> " << fmt("%.1f", bandwidth / 1e9)
               << " GB/s (bytes read + written / time)\n";
   }
+  g_bandwidth = bandwidth;
   const double balance = measured_peak / bandwidth;
   std::cout << "    machine balance = measured peak / bandwidth = " << fmt("%.1f", measured_peak / 1e9)
             << " / " << fmt("%.1f", bandwidth / 1e9) << " = " << fmt("%.1f", balance) << " FLOPs/byte\n";
   say("Roofline: a kernel of intensity I FLOPs/byte can run at most min(peak, I x bandwidth).\n"
       "Below the balance point it waits on memory; above it, on arithmetic.");
+}
 
-  // ===========================================================================================
-  heading("B4. Why the textbook triple loop is slow");
+// -----------------------------------------------------------------------------------------------
+
+// B3's bandwidth, measured again (quietly) when B3 did not run.
+double bandwidth_of_b3() {
+  if (g_bandwidth == 0) quietly(step_b3_bandwidth);
+  return g_bandwidth;
+}
+
+void step_b4_naive_loops() {
+  // The random stream as A1 to B3 leave it (seed 0, from begin; 78,072 numbers drawn in A1 and A2,
+  // two n x n matrices per n in B2, two vectors of 2^24 in B3), so that the error printed below
+  // is the same when this step runs alone.
+  resume_random_stream(0, 78072 + 2 * (128 * 128 + 256 * 256 + 512 * 512 + 1024 * 1024 + 2048 * 2048) +
+                              2 * (1 << 24));
   say("Same FLOPs, very different speed. n = 256 (33.6 MFLOPs):");
   {
     const int n = 256;
@@ -373,9 +410,12 @@ int main() {
       "    L1/L2-sized buffers, so each loaded number is used dozens of times; it also uses FMA\n"
       "    and every core. The loops above use one core and no FMA (this file is built without\n"
       "    -march=native).");
+}
 
-  // ===========================================================================================
-  heading("B5. Arithmetic intensity of the transformer's products");
+// -----------------------------------------------------------------------------------------------
+
+void step_b5_intensity() {
+  const double measured_peak = measured_peak_of_b2(), bandwidth = bandwidth_of_b3(), balance = measured_peak / bandwidth;
   say("B batch, T sequence, C embedding, H heads, D = C / H head dim; float32.\n"
       "  projection (each of Q, K, V, out): [B*T, C] @ [C, C]\n"
       "  scores Q K^T                     : [B, H, T, D] @ [B, H, D, T] -> [B, H, T, T]\n"
@@ -439,7 +479,31 @@ int main() {
       "    it is 256 MiB per product. On a GPU, whose balance is hundreds of FLOPs per byte,\n"
       "    these products are memory bound. Module 12 measures that T^2 memory; module 13 (flash\n"
       "    attention) never writes the T x T matrix at all.");
-
-  std::cout << "\nDone in " << fmt("%.1f", now() - t_start) << " s. Next: modules/03_activations.\n";
-  return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_02";
+  w.begin = [] {
+    std::cout << "Module 02 - matmul: GEMM through OpenBLAS, batched and broadcast matmul,\n"
+                 "FLOPs, bytes and arithmetic intensity, measured on this machine.\n";
+    tt::manual_seed(0);
+  };
+  w.steps = {
+      {"A1", "The forms of matmul", step_a1_forms},
+      {"A2", "Transposes are flags, not copies", step_a2_transposes},
+      {"A3", "Counting FLOPs and bytes", step_a3_flops_bytes},
+      {"B1", "This machine", step_b1_machine},
+      {"B2", "GFLOP/s of our matmul, next to raw OpenBLAS", step_b2_gflops},
+      {"B3", "Memory bandwidth, and the roofline", step_b3_bandwidth},
+      {"B4", "Why the textbook triple loop is slow", step_b4_naive_loops},
+      {"B5", "Arithmetic intensity of the transformer's products", step_b5_intensity},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.1f", secs) << " s. Next: modules/03_activations.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
