@@ -3,9 +3,9 @@
 // of the naive formula, masked rows, log-softmax, and the saturation that makes its gradient
 // vanish. Run it with `tools/tt walkthrough 03` (or build-*/modules/walkthrough_03). Each step
 // prints its code (after ">>>") and the result. Derivatives here come from formulas and finite
-// differences; autograd is module 04.
+// differences; autograd is module 04. Each numbered section is one function; `--step N` reruns
+// section N alone, `--list` lists them.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -17,7 +17,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -61,15 +61,9 @@ tt::Tensor softmax_jacobian_fd(const tt::Tensor& z, double h = 1e-6) {
   return tt::tensor(cols, {n, n});
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 03 - activations: why nonlinearity, the elementwise activations and their\n"
-               "derivatives, stable softmax and log-softmax, masked rows, and saturation.\n";
-
-  // -------------------------------------------------------------------------------------------
-  heading("1. Two linear layers are one linear layer");
+void step_1_linear_layers() {
   say("Two layers y = W2 (W1 x + b1) + b2, with small integer weights so every number is easy\n"
       "to check by hand.");
   RUN(tt::Tensor W1 = tt::tensor({{1.0, 2.0}, {-1.0, 1.0}}));
@@ -104,9 +98,12 @@ int run() {
   RUN(tt::Tensor inputs = tt::tensor({{0.0, 0.0}, {0.0, 1.0}, {1.0, 0.0}, {1.0, 1.0}}));
   RUN(tt::Tensor s = inputs.sum({1}));
   SHOW(s.relu() - 2 * (s - 1).relu());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. The elementwise activations");
+// -----------------------------------------------------------------------------------------------
+
+// Returns grid, which step 9 reads again.
+tt::Tensor step_2_elementwise() {
   RUN(tt::Tensor grid = tt::linspace(-4, 4, 9));
   SHOW(grid);
   SHOW(grid.relu());
@@ -179,9 +176,17 @@ int run() {
   }
   say("Ten sigmoid layers multiply at most ten factors of 1/4 into the gradient:");
   SHOW(std::pow(0.25, 10));
+  return grid;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. Softmax: scores to probabilities");
+// -----------------------------------------------------------------------------------------------
+
+// The scores of step 3, which later steps read again.
+struct Scores {
+  tt::Tensor z, scores;
+};
+
+Scores step_3_softmax() {
   RUN(tt::Tensor z = tt::tensor({2.0, 1.0, 0.1, -1.0}));
   SHOW(tt::softmax(z, 0));
   SHOW(tt::softmax(z, 0).sum());
@@ -199,9 +204,13 @@ int run() {
       "look wrong at a glance; the sums tell:");
   SHOW(tt::softmax(scores, 0));
   SHOW(tt::softmax(scores, 0).sum({-1}));
+  return {z, scores};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. Why subtract the max: overflow at 1e4");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_overflow() {
+  const tt::Tensor z = quietly(step_3_softmax).z;
   say("The naive formula exp(z) / sum(exp(z)), written with module 01 ops:");
   RUN(auto naive_softmax = [](const tt::Tensor& t) { return t.exp() / t.exp().sum(); });
   SHOW(naive_softmax(z));
@@ -217,9 +226,11 @@ int run() {
   RUN(tt::Tensor small = tt::tensor({-1e4, -1e4 - 1}));
   SHOW(naive_softmax(small));
   SHOW(tt::softmax(small, 0));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Masked scores: -inf");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_masked() {
   const double inf = std::numeric_limits<double>::infinity();
   say("A mask sets the scores of hidden positions to -inf; exp(-inf) = 0, so they get exactly 0\n"
       "and the rest renormalise.");
@@ -238,9 +249,12 @@ int run() {
   say("Masking with -1e9 instead: a fully masked row is then a row of equal scores, and softmax\n"
       "spreads the weight uniformly over positions that were meant to be hidden.");
   SHOW(tt::softmax(tt::tensor({-1e9, -1e9, -1e9}), 0));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. log-softmax and log-sum-exp");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_log_softmax() {
+  const tt::Tensor z = quietly(step_3_softmax).z;
   say("log softmax(z)_i = z_i - logsumexp(z), logsumexp(z) = m + log sum exp(z - m), m = max z.");
   RUN(tt::Tensor m = z.max());
   RUN(tt::Tensor lse = m + (z - m).exp().sum().log());
@@ -253,9 +267,12 @@ int run() {
   SHOW(tt::softmax(far, 0));
   SHOW(tt::softmax(far, 0).log());
   SHOW(tt::log_softmax(far, 0));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. The derivative of softmax");
+// -----------------------------------------------------------------------------------------------
+
+void step_7_derivative() {
+  const tt::Tensor z = quietly(step_3_softmax).z;
   say("Every output depends on every input: dp_i/dz_j = p_i (delta_ij - p_j), J = diag(p) - p p^T.\n"
       "Built from the formula, then by finite differences (float64), for z = [2, 1, 0.1, -1]:");
   RUN(tt::Tensor z64 = z.to(tt::kFloat64));
@@ -269,9 +286,12 @@ int run() {
   RUN(tt::Tensor g = tt::tensor({1.0, 0.0, -1.0, 0.5}, tt::kFloat64));
   SHOW(softmax_jacobian(p64).t().matmul(g));
   SHOW(p64 * (g - (g * p64).sum()));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. Saturation: softmax's gradient vanishes as it becomes one-hot");
+// -----------------------------------------------------------------------------------------------
+
+void step_8_saturation() {
+  const tt::Tensor z = quietly(step_3_softmax).z;
   say("Scale the same four scores by 1, 2, 5, 10 and 100, as growing dot products do. Print the\n"
       "probabilities, the largest entry of J, and the gradient of an attention-like output\n"
       "o = sum_i p_i v_i with v = [1, 0, -1, 0.5] (do/dz = p * (v - o)). float32, as in training.");
@@ -295,6 +315,7 @@ int run() {
 
   say("Where such scales come from: q . k for random q, k with unit-variance entries has variance\n"
       "D. For D = 64, 512 query-key pairs:");
+  resume_random_stream(0, 2 * 1000);  // where step 1 leaves it: seed 0, then X's 2 x 1000 numbers
   RUN(tt::Tensor q = tt::randn({512, 64}));
   RUN(tt::Tensor k = tt::randn({512, 64}));
   RUN(tt::Tensor dots = (q * k).sum({1}));
@@ -305,9 +326,12 @@ int run() {
   RUN(tt::Tensor att = tt::randn({512, 64}).matmul(tt::randn({64, 16})));  // [queries, keys]
   SHOW(std::get<0>(tt::softmax(att, -1).max(1)).mean());
   SHOW(std::get<0>(tt::softmax(att / std::sqrt(64.0), -1).max(1)).mean());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. The activations as modules");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_modules() {
+  const tt::Tensor grid = quietly(step_2_elementwise), scores = quietly(step_3_softmax).scores;
   say("tinytorch/nn/activation.h wraps each activation in a parameter-free module, so that\n"
       "module 05's Sequential can hold it.");
   RUN(tt::nn::ReLU relu_layer);
@@ -318,12 +342,17 @@ int run() {
   SHOW(gelu_layer(grid));
   SHOW(softmax_layer(scores));
   SHOW(log_softmax_layer(scores).exp());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. What it costs");
+// -----------------------------------------------------------------------------------------------
+
+void step_10_costs() {
   say("Softmax over the rows of a [512, 4096] float32 tensor (8 MiB): the fused kernel against the\n"
       "five-op version (max, subtract, exp, sum, divide), best of 5 runs.");
   {
+    // Where step 8 leaves the stream: seed 0, then step 1's 2 x 1000 numbers and step 8's
+    // 2 x 512 x 64 + 512 x 64 + 64 x 16, so that the difference printed below is the same alone.
+    resume_random_stream(0, 2 * 1000 + 2 * 512 * 64 + 512 * 64 + 64 * 16);
     tt::Tensor a = tt::randn({512, 4096});
     auto unfused = [&] {
       tt::Tensor mx = std::get<0>(a.max(1, /*keepdim=*/true));
@@ -342,12 +371,34 @@ int run() {
               << "    same result: max |difference| = "
               << fmt("%.2g", max_abs(tt::softmax(a, -1) - unfused())) << "\n";
   }
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/04_autograd, where these\n"
-               "derivatives are wired into a backward pass.\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_03";
+  w.begin = [] {
+    std::cout << "Module 03 - activations: why nonlinearity, the elementwise activations and their\n"
+                 "derivatives, stable softmax and log-softmax, masked rows, and saturation.\n";
+  };
+  w.steps = {
+      {"1", "Two linear layers are one linear layer", step_1_linear_layers},
+      {"2", "The elementwise activations", step_2_elementwise},
+      {"3", "Softmax: scores to probabilities", step_3_softmax},
+      {"4", "Why subtract the max: overflow at 1e4", step_4_overflow},
+      {"5", "Masked scores: -inf", step_5_masked},
+      {"6", "log-softmax and log-sum-exp", step_6_log_softmax},
+      {"7", "The derivative of softmax", step_7_derivative},
+      {"8", "Saturation: softmax's gradient vanishes as it becomes one-hot", step_8_saturation},
+      {"9", "The activations as modules", step_9_modules},
+      {"10", "What it costs", step_10_costs},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/04_autograd, where these\n"
+                 "derivatives are wired into a backward pass.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
