@@ -3,7 +3,8 @@
 // backward and prints every gradient beside the value the chain rule gives, checks one gradient
 // against a finite difference, then shows accumulation, broadcasting, the in-place error,
 // retain_graph, double backward and gradcheck. Run it with `tools/tt walkthrough 04` (or
-// build-*/modules/walkthrough_04). Each step prints its code (after ">>>") and the result.
+// build-*/modules/walkthrough_04). Each step prints its code (after ">>>") and the result. Each
+// numbered section is one function; `--step N` reruns section N alone, `--list` lists them.
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -14,7 +15,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -25,16 +26,15 @@ std::string origin(const char* name, const tt::Tensor& t) {
   return s + (t.requires_grad() ? "leaf (requires grad)" : "leaf (data, no grad)");
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 04 - autograd: the graph, the engine, every gradient of a small network,\n"
-               "accumulation, broadcasting, in-place errors, double backward and gradcheck.\n";
-  std::cout.precision(6);
+// Step 1's network, which the later steps read again: its parameters, data and forward values.
+struct Network {
+  tt::TensorOptions param;
+  tt::Tensor x, W1, b1, w2, b2, t, z1, h, y, loss;
+};
 
-  // -------------------------------------------------------------------------------------------
-  heading("1. A two-layer network, forward");
+Network step_1_forward() {
   say("One input row x, a hidden layer of two ReLU units, one output, a squared-error loss.\n"
       "Parameters are leaves that require grad; x and the target t are data.");
   RUN(auto param = tt::TensorOptions().requires_grad(true));
@@ -52,9 +52,14 @@ int run() {
   SHOW(h);
   SHOW(y);
   SHOW(loss);
+  return {param, x, W1, b1, w2, b2, t, z1, h, y, loss};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. The graph behind the loss");
+// -----------------------------------------------------------------------------------------------
+
+void step_2_graph() {
+  const Network n = quietly(step_1_forward);
+  const tt::Tensor x = n.x, W1 = n.W1, z1 = n.z1, h = n.h, y = n.y, loss = n.loss;
   say("Every op that saw an input requiring grad recorded a node; its output points at it\n"
       "through grad_fn. Leaves have no grad_fn.");
   std::cout << origin("x", x) << "\n" << origin("W1", W1) << "\n" << origin("z1", z1) << "\n"
@@ -82,9 +87,14 @@ int run() {
   say("The same graph in Graphviz's language (to_dot). Save it to graph.dot and run\n"
       "`dot -Tpng graph.dot -o graph.png` to draw it.");
   std::cout << tt::autograd::to_dot(loss);
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. Backward, and every gradient by hand");
+// -----------------------------------------------------------------------------------------------
+
+// Returns the network after its backward, which steps 4 and 5 read again.
+Network step_3_backward() {
+  const Network n = quietly(step_1_forward);
+  tt::Tensor W1 = n.W1, b1 = n.b1, w2 = n.w2, b2 = n.b2, z1 = n.z1, h = n.h, y = n.y, loss = n.loss;
   say("Keep the intermediates' gradients too (only leaves keep theirs by default), then run\n"
       "backward from the loss.");
   RUN(z1.retain_grad());
@@ -109,9 +119,14 @@ int run() {
   say("dloss/dW1 = x^T @ dloss/dz1 = [[1], [2]] @ [[4, 0]] = [[4, 0], [8, 0]]. The second column\n"
       "gets nothing: the ReLU unit it feeds was off for this input.");
   SHOW(W1.grad());
+  return n;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. One gradient against a finite difference");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_finite_difference() {
+  const Network n = quietly(step_3_backward);
+  const tt::Tensor x = n.x, W1 = n.W1, b1 = n.b1, w2 = n.w2, b2 = n.b2, t = n.t;
   say("dloss/dW1[0][0] should be 4. Rebuild the loss as a plain function of W1 in float64, with\n"
       "grad mode off, and nudge that one entry by +-h:");
   {
@@ -137,9 +152,13 @@ int run() {
       "rebuild uses the float32 values of b1 = 0.1 and b2 = 0.3, which are not exactly 0.1 and\n"
       "0.3, so its y - t is 1.0000000149 and its exact derivative 4 (y - t) = 4.0000000596; the float32\n"
       "backward rounds that to 4. Section 11 does this for every entry at once (gradcheck).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Gradients accumulate");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_accumulate() {
+  const Network n = quietly(step_3_backward);  // b2.grad() is 2 after that backward
+  tt::Tensor x = n.x, W1 = n.W1, b1 = n.b1, w2 = n.w2, b2 = n.b2, t = n.t;
   say("Backward ADDS into .grad. Run the same computation again (a new graph) without clearing:");
   RUN(auto forward = [&] { return ((x.matmul(W1) + b1).relu().matmul(w2) + b2 - t).pow(2).mean(); });
   RUN(forward().backward());
@@ -152,9 +171,12 @@ int run() {
   say("Or keep the tensor and zero it in place:");
   RUN(b2.grad().zero_());
   SHOW(b2.grad());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. A value used twice: the engine waits for both contributions");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_used_twice() {
+  const tt::TensorOptions param = quietly(step_1_forward).param;
   say("b = 2a and c = 3a both use a; d = b * c = 6a^2, so dd/da = 12a. The engine counts two\n"
       "edges into a's AccumulateGrad and runs it once, with the sum 2*3a + 3*2a.");
   RUN(tt::Tensor a = tt::tensor({1.0}, param));
@@ -173,9 +195,12 @@ int run() {
     std::cout << ">>> 100,000 times v = v * 1.0, then backward\n    c.grad() = " << c.grad().item<float>()
               << "   (" << fmt("%.0f", ms) << " ms for forward and backward)\n";
   }
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. Broadcasting reduces gradients");
+// -----------------------------------------------------------------------------------------------
+
+void step_7_broadcasting() {
+  const tt::TensorOptions param = quietly(step_1_forward).param;
   say("A [3] bias added to a [4, 3] batch is used 4 times per element; its gradient is the sum\n"
       "of the 4 rows of the upstream gradient, and always has the bias's own shape.");
   RUN(tt::Tensor batch = tt::arange(12, tt::kFloat32).view({4, 3}));
@@ -186,9 +211,12 @@ int run() {
   RUN((batch * col).sum().backward());
   SHOW(col.grad());
   say("(col.grad()[i] is the sum of row i of the batch: 0+1+2, 3+4+5, ...)");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. In-place writes and the version counter");
+// -----------------------------------------------------------------------------------------------
+
+void step_8_in_place() {
+  const tt::TensorOptions param = quietly(step_1_forward).param;
   say("x * c saves c for the gradient of x (d(x*c)/dx = c). Writing into c afterwards would make\n"
       "that gradient silently wrong, so the saved copy remembers c's version and backward checks it.");
   RUN(tt::Tensor leaf = tt::ones({3}, param));
@@ -210,9 +238,12 @@ int run() {
   RUN(sn.sum().backward());
   SHOW(leaf.grad());
   say("(2 cos(1) = 1.0806: the in-place mul_ took part in the derivative.)");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. retain_graph and create_graph");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_retain_create_graph() {
+  const tt::TensorOptions param = quietly(step_1_forward).param;
   say("After backward, nodes drop their saved tensors. A second backward through the same graph:");
   RUN(tt::Tensor u = tt::tensor({2.0}, param));
   RUN(tt::Tensor cube = u * u * u);
@@ -238,9 +269,12 @@ int run() {
   RUN(tt::Tensor ww = tt::tensor({1.0, 0.0, -1.0}, tt::kFloat64));
   RUN(tt::Tensor gv = tt::autograd::grad({vv.pow(3).sum()}, {vv}, {}, true, true)[0]);
   SHOW(tt::autograd::grad({(gv * ww).sum()}, {vv})[0]);
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. No graph: NoGradGuard and detach");
+// -----------------------------------------------------------------------------------------------
+
+void step_10_no_graph() {
+  const tt::Tensor W1 = quietly(step_1_forward).W1;
   {
     std::cout << ">>> { tt::NoGradGuard guard; tt::Tensor q = W1 * 2; ... }\n";
     tt::NoGradGuard guard;
@@ -249,9 +283,11 @@ int run() {
               << ", q.grad_fn() is " << (q.grad_fn() ? "set" : "null") << "\n";
   }
   SHOW(W1.detach().requires_grad());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("11. gradcheck: every backward against finite differences");
+// -----------------------------------------------------------------------------------------------
+
+void step_11_gradcheck() {
   say("gradcheck perturbs each input element by +-eps, computes the numerical Jacobian, and\n"
       "compares it with the one backward produces. Inputs must be float64.");
   RUN(auto opts64 = tt::TensorOptions().dtype(tt::kFloat64).requires_grad(true));
@@ -280,12 +316,36 @@ int run() {
     std::cout << "    eps " << fmt("%-6g", step) << "  float32 rel. error " << fmt("%9.2e", std::fabs(d32 / std::exp(1.0) - 1))
               << "   float64 rel. error " << fmt("%9.2e", std::fabs(d64 / std::exp(1.0) - 1)) << "\n";
   }
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/05_layers, where parameters are\n"
-               "gathered into modules and this backward trains them.\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_04";
+  w.begin = [] {
+    std::cout << "Module 04 - autograd: the graph, the engine, every gradient of a small network,\n"
+                 "accumulation, broadcasting, in-place errors, double backward and gradcheck.\n";
+    std::cout.precision(6);
+  };
+  w.steps = {
+      {"1", "A two-layer network, forward", step_1_forward},
+      {"2", "The graph behind the loss", step_2_graph},
+      {"3", "Backward, and every gradient by hand", step_3_backward},
+      {"4", "One gradient against a finite difference", step_4_finite_difference},
+      {"5", "Gradients accumulate", step_5_accumulate},
+      {"6", "A value used twice: the engine waits for both contributions", step_6_used_twice},
+      {"7", "Broadcasting reduces gradients", step_7_broadcasting},
+      {"8", "In-place writes and the version counter", step_8_in_place},
+      {"9", "retain_graph and create_graph", step_9_retain_create_graph},
+      {"10", "No graph: NoGradGuard and detach", step_10_no_graph},
+      {"11", "gradcheck: every backward against finite differences", step_11_gradcheck},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/05_layers, where parameters are\n"
+                 "gathered into modules and this backward trains them.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
