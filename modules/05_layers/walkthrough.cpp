@@ -4,6 +4,7 @@
 // do to activations and gradients 30 layers deep; Sequential; Dropout; train and eval; state_dict
 // round trips; and the cost of a Linear in FLOPs and time. Run it with `tools/tt walkthrough 05`
 // (or build-*/modules/walkthrough_05). Each step prints its code (after ">>>") and the result.
+// Each numbered section is one function; `--step N` reruns section N alone, `--list` lists them.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -84,17 +85,16 @@ void measure_stack(const tt::nn::ModuleList& stack, const std::function<tt::Tens
   for (int64_t i = 0; i < depth; ++i) stack.ptr<tt::nn::Linear>(i)->zero_grad();
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 05 - layers: Linear by hand (forward and backward), modules and their dotted\n"
-               "parameter names, initialization measured 30 layers deep, Sequential, Dropout,\n"
-               "train/eval, state_dict, and what a Linear costs.\n";
-  std::cout.precision(6);
+// The small values step 1 gives its Linear(3, 2), so that every output can be checked by eye.
+void set_small_values(tt::nn::Linear& fc) {
+  tt::NoGradGuard no_grad;
+  fc.weight.copy_(tt::tensor({{1.0, -1.0, 2.0}, {0.0, 3.0, 1.0}}));
+  fc.bias.copy_(tt::tensor({0.5, -1.0}));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("1. A Linear layer, by hand");
+void step_1_linear_by_hand() {
   say("Linear(in, out) holds a weight [out, in] and a bias [out], both parameters (leaves that\n"
       "require grad), and computes y = x W^T + b over the last dim.");
   RUN(tt::nn::Linear fc(3, 2));
@@ -107,11 +107,7 @@ int run() {
   std::cout << ">>> { tt::NoGradGuard no_grad;\n"
                "      fc.weight.copy_(tt::tensor({{1.0, -1.0, 2.0}, {0.0, 3.0, 1.0}}));\n"
                "      fc.bias.copy_(tt::tensor({0.5, -1.0})); }\n";
-  {
-    tt::NoGradGuard no_grad;
-    fc.weight.copy_(tt::tensor({{1.0, -1.0, 2.0}, {0.0, 3.0, 1.0}}));
-    fc.bias.copy_(tt::tensor({0.5, -1.0}));
-  }
+  set_small_values(fc);
   RUN(tt::Tensor x = tt::tensor({{1.0, 2.0, 3.0}, {-1.0, 0.0, 1.0}}));
   SHOW(fc(x));
   say("Row 0: [1, 2, 3] . [1, -1, 2] + 0.5 = 5.5   and   [1, 2, 3] . [0, 3, 1] - 1 = 8.\n"
@@ -124,9 +120,14 @@ int run() {
   SHOW(fc(tt::tensor({1.0, 2.0, 3.0})));
   say("The last dim must be in_features. The error names the op, the rule and both shapes:");
   SHOW_ERROR(fc(tt::zeros({4, 5})));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. Linear's backward: three formulas");
+// -----------------------------------------------------------------------------------------------
+
+void step_2_linear_backward() {
+  tt::nn::Linear fc(3, 2);  // step 1's layer and input
+  set_small_values(fc);
+  tt::Tensor x = tt::tensor({{1.0, 2.0, 3.0}, {-1.0, 0.0, 1.0}});
   say("With the upstream gradient dY = dL/dY of shape [R, out], the chain rule gives\n"
       "    dX = dY W      [R, out] @ [out, in] -> [R, in]\n"
       "    dW = dY^T X    [out, R] @ [R, in]   -> [out, in]\n"
@@ -152,9 +153,11 @@ int run() {
   RUN(tt::Tensor X = tt::randn({2, 3, 4}, f64), W = tt::randn({5, 4}, f64), b = tt::randn({5}, f64));
   SHOW(bool(tt::autograd::gradcheck([](const tt::autograd::TensorList& in) { return tt::F::linear(in[0], in[1], in[2]); },
                                     {X, W, b})));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. A model is a tree of modules");
+// -----------------------------------------------------------------------------------------------
+
+void step_3_model_tree() {
   say("An optimizer needs every tensor to train, dropout needs to know whether it is training,\n"
       "and a checkpoint needs a stable name for every tensor. nn::Module does all three once, for\n"
       "every layer. TinyMLP (top of this file) registers one buffer and three children:\n"
@@ -185,9 +188,13 @@ int run() {
   SHOW_ERROR(m.register_parameter("twice_w", w * 2));
   SHOW_ERROR(m.register_parameter("layer.w", tt::zeros({2})));
   SHOW_ERROR(m.register_parameter("w", tt::zeros({2})));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. Counting parameters and printing a model");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_counting_printing() {
+  tt::manual_seed(1);
+  TinyMLP model;  // step 3's
   say("fc1 has 4 x 8 + 8 = 40 numbers, fc2 has 8 x 3 + 3 = 27; buffers are not parameters.");
   SHOW(model.num_parameters());
   SHOW(model);
@@ -195,9 +202,11 @@ int run() {
       "gradients are as many again, and Adam (module 07) keeps two more copies.");
   RUN(tt::nn::Sequential mnist(tt::nn::Linear(784, 256), tt::nn::ReLU(), tt::nn::Dropout(0.1), tt::nn::Linear(256, 10)));
   SHOW(mnist);
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. PyTorch's default initialization");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_default_init() {
   say("A new Linear draws weight and bias from U(-1/sqrt(in), 1/sqrt(in)). PyTorch states the\n"
       "weight's rule as kaiming_uniform_(w, a = sqrt(5)): the leaky_relu gain for slope sqrt(5) is\n"
       "sqrt(2 / (1 + 5)), and times sqrt(3 / in) that is exactly 1/sqrt(in).");
@@ -210,9 +219,11 @@ int run() {
   SHOW(wide.bias.abs().max().item<double>());
   say("A uniform U(-a, a) has variance a^2 / 3, so the std should be 1/sqrt(3 x 256) = 0.0361:");
   SHOW(wide.weight.std().item<double>());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. Why initialization matters: 30 layers deep");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_deep_init() {
   say("Each output of a Linear sums `in` products w x. With weights of variance s^2 and zero-mean\n"
       "inputs, Var(y) = in * s^2 * E[x^2]: every layer multiplies the scale of the signal by\n"
       "sqrt(in) * s (times what the activation does to it). Below 1 it fades, above 1 it grows,\n"
@@ -257,9 +268,11 @@ int run() {
       "  * PyTorch's default: s^2 = 1 / (3 in), a third of the variance a linear layer needs. Fine\n"
       "    for the shallow MLPs of this course, but a plain deep stack fades; deep models rely on\n"
       "    normalization (module 11) and residual connections (module 14), or pick their init.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. Sequential: a chain of layers");
+// -----------------------------------------------------------------------------------------------
+
+void step_7_sequential() {
   say("Sequential calls its items in order and names them \"0\", \"1\", ... Any module with a\n"
       "forward(const Tensor&) can be an item: Sequential keeps the module and a call of its forward.");
   RUN(tt::manual_seed(3));
@@ -271,9 +284,11 @@ int run() {
   SHOW(seq[1]->name());
   SHOW_ERROR(seq.ptr<tt::nn::Linear>(1));
   SHOW_ERROR(seq[3]);
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. Dropout");
+// -----------------------------------------------------------------------------------------------
+
+void step_8_dropout() {
   say("While training, Dropout(p) zeroes each element with probability p and multiplies the\n"
       "survivors by 1 / (1 - p) (\"inverted\" dropout), so the expected output equals the input\n"
       "and evaluation needs no correction. With p = 0.5 the survivors become 2:");
@@ -298,9 +313,13 @@ int run() {
   say("In eval mode Dropout is the identity: it returns its input, the very same tensor.");
   RUN(drop.eval());
   SHOW(drop(ones).is_same(ones));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. train() and eval() reach every module");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_train_eval() {
+  tt::manual_seed(1);
+  TinyMLP model;  // step 3's
   RUN(tt::manual_seed(5));
   RUN(tt::Tensor batch = tt::randn({2, 4}));
   SHOW(model.drop->is_training());
@@ -315,9 +334,15 @@ int run() {
       "requires grad. Inference also wants a NoGradGuard.");
   SHOW(model.forward(batch).requires_grad());
   RUN(model.train());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. zero_grad");
+// -----------------------------------------------------------------------------------------------
+
+void step_10_zero_grad() {
+  tt::manual_seed(1);
+  TinyMLP model;  // step 3's
+  tt::manual_seed(5);
+  const tt::Tensor batch = tt::randn({2, 4});  // step 9's
   say("Gradients add up across backward calls (module 04). For a loss that is the sum of the\n"
       "outputs over 2 rows, fc2.bias gets 2 per backward:");
   RUN(model.forward(batch).sum().backward());
@@ -328,9 +353,15 @@ int run() {
       "none), zero_grad(false) fills them with zeros instead.");
   RUN(model.zero_grad());
   SHOW(model.fc2->bias.grad().defined());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("11. state_dict: the bridge to checkpoints");
+// -----------------------------------------------------------------------------------------------
+
+void step_11_state_dict() {
+  tt::manual_seed(1);
+  TinyMLP model;  // step 3's
+  tt::manual_seed(5);
+  const tt::Tensor batch = tt::randn({2, 4});  // step 9's
   say("state_dict() lists every parameter and buffer under its dotted name: a module's own\n"
       "tensors first, then each child's. The entries are detached handles on the module's own\n"
       "storage, not copies.");
@@ -360,9 +391,11 @@ int run() {
   RUN(tt::nn::LoadResult result = other.load_state_dict(partial, /*strict=*/false));
   SHOW(names(result.missing_keys));
   say("Module 08 writes a state dict to a file (safetensors) and reads it back.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("12. What a Linear costs");
+// -----------------------------------------------------------------------------------------------
+
+void step_12_costs() {
   say("A Linear on R rows is one GEMM [R, in] @ [in, out]: 2 R in out FLOPs. The backward is two\n"
       "GEMMs of the same size (dX and dW), so twice that. Timed here, best of 5, R = 256 and\n"
       "in = out = 1024: 0.54 GFLOP forward. (Shared machines vary; compare ratios, not digits.)");
@@ -398,12 +431,38 @@ int run() {
       "is read once and used 256 times. That is why batching pays. The fused bias saves memory\n"
       "(no second [R, out] tensor) more than time: one pass over the output is small next to the\n"
       "GEMM, and the two forward timings differ by little more than the noise.");
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/06_losses, which turns these outputs into\n"
-               "a number to minimize.\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_05";
+  w.begin = [] {
+    std::cout << "Module 05 - layers: Linear by hand (forward and backward), modules and their dotted\n"
+                 "parameter names, initialization measured 30 layers deep, Sequential, Dropout,\n"
+                 "train/eval, state_dict, and what a Linear costs.\n";
+    std::cout.precision(6);
+  };
+  w.steps = {
+      {"1", "A Linear layer, by hand", step_1_linear_by_hand},
+      {"2", "Linear's backward: three formulas", step_2_linear_backward},
+      {"3", "A model is a tree of modules", step_3_model_tree},
+      {"4", "Counting parameters and printing a model", step_4_counting_printing},
+      {"5", "PyTorch's default initialization", step_5_default_init},
+      {"6", "Why initialization matters: 30 layers deep", step_6_deep_init},
+      {"7", "Sequential: a chain of layers", step_7_sequential},
+      {"8", "Dropout", step_8_dropout},
+      {"9", "train() and eval() reach every module", step_9_train_eval},
+      {"10", "zero_grad", step_10_zero_grad},
+      {"11", "state_dict: the bridge to checkpoints", step_11_state_dict},
+      {"12", "What a Linear costs", step_12_costs},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/06_losses, which turns these outputs into\n"
+                 "a number to minimize.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
