@@ -6,7 +6,6 @@
 // (or build-*/modules/walkthrough_05). Each step prints its code (after ">>>") and the result.
 // Each numbered section is one function; `--step N` reruns section N alone, `--list` lists them.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <iostream>

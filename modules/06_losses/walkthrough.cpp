@@ -5,9 +5,9 @@
 // shapes cross_entropy accepts and the [B, T, V] mistake; binary cross-entropy on probabilities
 // and on logits; and what a fused cross-entropy saves in passes, time and memory. Run it with
 // `tools/tt walkthrough 06` (or build-*/modules/walkthrough_06). Each step prints its code (after
-// ">>>") and the result.
+// ">>>") and the result. Each numbered section is one function; `--step N` reruns section N alone,
+// `--list` lists them.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -18,7 +18,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -38,16 +38,9 @@ double peak_mib(F f) {
   return double(tt::memory::stats().peak_allocated_bytes - before) / (1024.0 * 1024.0);
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 06 - losses: MSE and L1, cross-entropy and log-sum-exp, its gradient softmax -\n"
-               "one_hot, reductions and ignore_index, label smoothing, shapes, binary cross-entropy, costs.\n";
-  std::cout.precision(6);
-
-  // -------------------------------------------------------------------------------------------
-  heading("1. What a loss is for");
+void step_1_loss() {
   say("A loss turns the model's outputs and the right answers into one number that is small when\n"
       "the outputs are good. Backward then tells every output which way to move. Four predictions\n"
       "of a regression model, as a leaf so that we can see their gradient:");
@@ -68,9 +61,17 @@ int run() {
   }
   say("That is all training is (module 08): repeat the step over many examples. The rest of this\n"
       "walkthrough is about choosing the number well and computing it without losing digits.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. MSE and L1, and an outlier");
+// -----------------------------------------------------------------------------------------------
+
+// Two tensors a step returns for later steps to read again.
+struct Pair {
+  tt::Tensor a, b;
+};
+
+// Returns the predictions x and the targets y, which step 11 reads again.
+Pair step_2_mse_l1() {
   say("The same four predictions, but the last target is an outlier: 15 instead of 6.\n"
       "Differences x - y = [-0.5, 0, 1, -10].");
   RUN(tt::Tensor x = tt::tensor({2.0, 3.0, 4.0, 5.0}, tt::kFloat64).requires_grad_());
@@ -99,9 +100,13 @@ int run() {
     std::cout << "    c = " << fmt("%4.0f", c) << ":   dMSE/dc = " << fmt("%7.2f", clean(g_mse.item<double>()))
               << "   dL1/dc = " << fmt("%5.2f", clean(g_l1.item<double>())) << "\n";
   }
+  return {x, y};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. From logits to probabilities to cross-entropy");
+// -----------------------------------------------------------------------------------------------
+
+// Returns the logits z and the target t, which step 8 reads again.
+Pair step_3_cross_entropy() {
   say("A classifier outputs one unnormalized score, a logit, per class. Softmax (module 03) turns\n"
       "a row into probabilities, and the loss is minus the log-probability of the right class.\n"
       "Three classes, logits [2, 1, 0.1], right class 0:");
@@ -119,9 +124,12 @@ int run() {
   say("cross_entropy is log_softmax followed by nll_loss (which picks -input[t] and averages);\n"
       "tinytorch fuses the two into one op with one backward (section 6).");
   SHOW(tt::nll_loss(z.log_softmax(1), t));
+  return {z, t};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. A uniform guess costs log C");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_uniform_guess() {
   say("Equal logits give p = 1/C for every class, whatever the target: the loss is log C.");
   SHOW(tt::cross_entropy(tt::zeros({4, 10}), tt::tensor({0, 3, 7, 9})));
   SHOW(std::log(10.0));
@@ -145,9 +153,11 @@ int run() {
     RUN(fc.weight.mul_(10.0));
   }
   SHOW(tt::cross_entropy(fc(inputs), labels));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Log-sum-exp: why softmax-then-log fails");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_log_sum_exp() {
   say("Logits [1000, 0] in float32, the kind an exploding model produces. exp(1000) overflows\n"
       "(float32 stops at 3.4e38, exp overflows above 88.7):");
   RUN(tt::Tensor big = tt::tensor({{1000.0, 0.0}}));
@@ -173,9 +183,11 @@ int run() {
   RUN(tt::Tensor big_leaf = tt::tensor({{1000.0, 0.0}}).requires_grad_());
   RUN(tt::cross_entropy(big_leaf, tt::tensor({1})).backward());
   SHOW(big_leaf.grad());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. The gradient: softmax minus one-hot");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_gradient() {
   say("For one row, L = logsumexp(z) - z_t. d logsumexp / dz_c = exp(z_c) / sum exp = p_c, and\n"
       "d z_t / dz_c is 1 for c = t and 0 otherwise. So dL/dz = p - one_hot(t). No chain through\n"
       "softmax's Jacobian is needed: the log and the exp cancel. Checked three ways, float64:");
@@ -196,9 +208,16 @@ int run() {
   RUN(tt::Tensor sure = tt::tensor({{10.0, 0.0, 0.0}}, tt::kFloat64).requires_grad_());
   SHOW(tt::autograd::grad({tt::cross_entropy(sure, tt::tensor({1}))}, {sure})[0]);
   SHOW(tt::autograd::grad({tt::cross_entropy(sure, tt::tensor({0}))}, {sure})[0]);
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. Reductions, ignore_index and padding");
+// -----------------------------------------------------------------------------------------------
+
+// The padded batch of step 7, which step 11 reads again.
+struct Padded {
+  tt::Tensor tokens, next, w;
+};
+
+Padded step_7_reductions() {
   say("kNone keeps one loss per row, kSum adds them, kMean (the default) divides by the number of\n"
       "rows that count. Two sequences of 4 tokens over a vocabulary of 5, flattened to [8, 5]; the\n"
       "second sequence has one real token, the rest is padding marked -100 (ignore_index):");
@@ -227,9 +246,14 @@ int run() {
   RUN(tt::Tensor w = tt::tensor({1.0, 2.0, 0.5, 1.0, 1.0}));
   SHOW(tt::cross_entropy(tokens, next, w, tt::kNone));
   SHOW(tt::cross_entropy(tokens, next, w));
+  return {tokens, next, w};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. Label smoothing");
+// -----------------------------------------------------------------------------------------------
+
+void step_8_label_smoothing() {
+  const Pair step_3 = quietly(step_3_cross_entropy);
+  const tt::Tensor z = step_3.a, t = step_3.b;
   say("Cross-entropy against a one-hot target is minimized only by infinite logits: p_t = 1\n"
       "needs z_t - z_other -> infinity, so training keeps growing the logits. Label smoothing\n"
       "aims at q = (1 - eps) one_hot + eps / C instead:\n"
@@ -256,9 +280,12 @@ int run() {
     SHOW(-(0.91 * std::log(0.91) + 9 * 0.01 * std::log(0.01)));
     SHOW(max_abs(tt::autograd::grad({tt::cross_entropy(zq, tt::tensor({3}), {}, tt::kMean, -100, 0.1)}, {zq})[0]));
   }
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. Shapes: the classes live in dim 1");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_shapes() {
+  resume_random_stream(61, 8 * 5);  // where step 7 leaves it: seed 61, then tokens' 8 x 5 numbers
   say("[N, C] logits take [N] targets. With more dims, PyTorch's rule (and tinytorch's) is\n"
       "[N, C, d1, d2, ...] with targets [N, d1, d2, ...]: a segmentation map of 2 x 3 pixels\n"
       "and 4 classes per pixel is [N, 4, 2, 3]:");
@@ -283,9 +310,12 @@ int run() {
   say("Regression losses refuse to broadcast: a [4, 1] prediction against a [4] target would\n"
       "otherwise become a [4, 4] loss of every prediction against every target.");
   SHOW_ERROR(tt::mse_loss(tt::rand({4, 1}), tt::rand({4})));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. Binary cross-entropy: probabilities or logits");
+// -----------------------------------------------------------------------------------------------
+
+// Returns the logits xs and the labels ys, which step 11 reads again.
+Pair step_10_binary() {
   say("For yes/no outputs (or several independent labels), one probability per output:\n"
       "    BCE(p, y) = -(y log p + (1 - y) log(1 - p))");
   RUN(tt::Tensor p = tt::tensor({0.8, 0.3, 0.5}, tt::kFloat64));
@@ -326,9 +356,16 @@ int run() {
   SHOW(tt::binary_cross_entropy_with_logits(xs, ys, {}, tt::full({5}, 3.0, tt::kFloat64), tt::kNone));
   say("And a probability outside [0, 1] is refused, with the hint you probably need:");
   SHOW_ERROR(tt::binary_cross_entropy(tt::tensor({0.5, 2.5}), tt::tensor({1.0, 0.0})));
+  return {xs, ys};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("11. The loss modules");
+// -----------------------------------------------------------------------------------------------
+
+void step_11_modules() {
+  const Padded padded = quietly(step_7_reductions);
+  const tt::Tensor tokens = padded.tokens, next = padded.next, w = padded.w;
+  const Pair step_10 = quietly(step_10_binary), step_2 = quietly(step_2_mse_l1);
+  const tt::Tensor xs = step_10.a, ys = step_10.b, x = step_2.a, y = step_2.b;
   say("tinytorch/nn/loss.h wraps each loss in a module with an options struct, as LibTorch does,\n"
       "and F:: gives the same as functions. A class weight becomes a buffer (saved, not trained).");
   RUN(tt::nn::CrossEntropyLoss criterion(tt::nn::CrossEntropyLossOptions().label_smoothing(0.1).weight(w)));
@@ -338,9 +375,11 @@ int run() {
   SHOW(tt::cross_entropy(tokens, next, w, tt::kMean, -100, 0.1));
   SHOW(tt::nn::BCEWithLogitsLoss()(xs, ys));
   SHOW(tt::nn::MSELoss(tt::kSum)(x.detach(), y));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("12. What it costs: one fused op against a chain of small ones");
+// -----------------------------------------------------------------------------------------------
+
+void step_12_costs() {
   say("Forward and backward of a cross-entropy over [N, C] = [512, 8192] float32 logits (16 MiB),\n"
       "three ways: the fused op; log_softmax then a one-hot pick; and the textbook chain max,\n"
       "subtract, exp, sum, divide, log, one-hot pick. Best of 3 runs; memory is the peak\n"
@@ -389,12 +428,37 @@ int run() {
       "every small op reads and writes the whole [N, C] again. For a language model, N = B*T =\n"
       "8192 tokens and C = 50257: one [N, C] float32 tensor is 1.65 GB, and each extra pass or\n"
       "saved intermediate costs that much again.");
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/07_optimizers, which turns these\n"
-               "gradients into updates.\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_06";
+  w.begin = [] {
+    std::cout << "Module 06 - losses: MSE and L1, cross-entropy and log-sum-exp, its gradient softmax -\n"
+                 "one_hot, reductions and ignore_index, label smoothing, shapes, binary cross-entropy, costs.\n";
+    std::cout.precision(6);
+  };
+  w.steps = {
+      {"1", "What a loss is for", step_1_loss},
+      {"2", "MSE and L1, and an outlier", step_2_mse_l1},
+      {"3", "From logits to probabilities to cross-entropy", step_3_cross_entropy},
+      {"4", "A uniform guess costs log C", step_4_uniform_guess},
+      {"5", "Log-sum-exp: why softmax-then-log fails", step_5_log_sum_exp},
+      {"6", "The gradient: softmax minus one-hot", step_6_gradient},
+      {"7", "Reductions, ignore_index and padding", step_7_reductions},
+      {"8", "Label smoothing", step_8_label_smoothing},
+      {"9", "Shapes: the classes live in dim 1", step_9_shapes},
+      {"10", "Binary cross-entropy: probabilities or logits", step_10_binary},
+      {"11", "The loss modules", step_11_modules},
+      {"12", "What it costs: one fused op against a chain of small ones", step_12_costs},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/07_optimizers, which turns these\n"
+                 "gradients into updates.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
