@@ -6,6 +6,7 @@
 // memory; one fused update kernel timed against a chain of tensor ops; resuming from a state
 // dict; and everything together on a small regression. Run it with `tools/tt walkthrough 07`
 // (or build-*/modules/walkthrough_07). Each step prints its code (after ">>>") and the result.
+// Each numbered section is one function; `--step N` reruns section N alone, `--list` lists them.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -112,17 +113,9 @@ int64_t state_elements(const optim::Optimizer& opt) {
   return n;
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 07 - optimizers: gradient descent and its learning rate, momentum, weight\n"
-               "decay, Adam and AdamW, parameter groups, schedules, clipping, what state costs, a\n"
-               "fused update kernel, and resuming from a state dict.\n";
-  std::cout.precision(6);
-
-  // -------------------------------------------------------------------------------------------
-  heading("1. Gradient descent: one step by hand");
+void step_1_descent_by_hand() {
   say("An optimizer turns gradients into an update. The simplest one moves every parameter a\n"
       "small step against its gradient:  p <- p - lr * dL/dp.\n"
       "The test function is a narrow valley, f(x, y) = x^2 + 25 y^2, with its minimum at (0, 0)\n"
@@ -140,9 +133,11 @@ int run() {
   say("(1 - 0.01 * 2, 1 - 0.01 * 50) = (0.98, 0.5). Each coordinate is multiplied by its own\n"
       "factor every step, (1 - 2 lr) for x and (1 - 50 lr) for y, because the gradient of a\n"
       "quadratic is proportional to the distance from the minimum.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. The learning rate: too small, too large");
+// -----------------------------------------------------------------------------------------------
+
+void step_2_learning_rate() {
   say("Those factors decide everything. y converges only while |1 - 50 lr| < 1, that is lr < 0.04;\n"
       "x needs only lr < 1 but crawls when 1 - 2 lr is close to 1. The loss after some steps of\n"
       "SGD from (1, 1), and the steps until it stays below 1e-8:");
@@ -173,9 +168,11 @@ int run() {
   say("The largest stable lr is set by the steepest direction (2 / 50), and the speed by the\n"
       "flattest (x shrinks by 1 - 2 lr). Their ratio, the condition number 50 / 2 = 25, is what\n"
       "makes a valley hard for gradient descent.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. Momentum: a running velocity");
+// -----------------------------------------------------------------------------------------------
+
+void step_3_momentum() {
   say("Momentum keeps a velocity buffer v per parameter and steps along it (PyTorch's form):\n"
       "    v <- mu v + g          (v = g at the first step)\n"
       "    p <- p - lr v\n"
@@ -231,9 +228,11 @@ int run() {
       "that is 0.95 per step, slower than tuned SGD's 0.92 on this mild valley, and a larger lr\n"
       "does not help. Nesterov's look-ahead damps the oscillation (147 steps against 204).\n"
       "mu = 0.9 is the usual default because real networks are conditioned far worse than 25.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. Weight decay in SGD is an L2 penalty");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_weight_decay() {
   say("weight_decay adds wd * p to the gradient before anything else: d = g + wd p. That is the\n"
       "gradient of loss + (wd / 2) |p|^2. With no other gradient, p shrinks by (1 - lr wd) per step:");
   RUN(tt::Tensor w = tt::tensor({1.0, -2.0}, tt::kFloat64).requires_grad_());
@@ -246,9 +245,11 @@ int run() {
   RUN(optim::SGD plain({w2}, optim::SGDOptions(0.1)));
   RUN(for (int s = 0; s < 100; ++s) step_on(plain, [&] { return 0.005 * (w2 * w2).sum(); }));
   SHOW(vec(w2));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Adam: two moments and a bias correction");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_adam() {
   say("Adam keeps two running averages per element, started at zero:\n"
       "    m <- beta1 m + (1 - beta1) g          the mean of g (beta1 = 0.9)\n"
       "    v <- beta2 v + (1 - beta2) g^2        the mean of g^2 (beta2 = 0.999)\n"
@@ -304,9 +305,11 @@ int run() {
     opt.step();
     std::cout << "    g = " << fmt("%-7g", g) << "  first step / lr = " << fmt("%.4f", -e.detach().item<double>()) << "\n";
   }
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. AdamW: decoupled weight decay");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_adamw() {
   say("Adam's weight_decay is SGD's: wd * p is added to the gradient, so it goes through m and v\n"
       "and is divided by sqrt(v_hat) like everything else. AdamW decays the parameter directly,\n"
       "outside the moments: p <- p (1 - lr wd), then the Adam step on g alone.\n"
@@ -350,9 +353,11 @@ int run() {
               << fmt("%.4f", qw.detach().item<double>()) << " (= 0.999^100 = " << fmt("%.4f", std::pow(0.999, 100))
               << ")\n";
   }
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. AMSGrad: never let the denominator shrink");
+// -----------------------------------------------------------------------------------------------
+
+void step_7_amsgrad() {
   say("With amsgrad, Adam divides by the largest v seen so far, vmax = max(vmax, v), kept as a\n"
       "third state tensor. After large gradients are followed by small ones, plain Adam's v\n"
       "decays with them and the steps stay large; AMSGrad's shrink. Gradients 10, 10, 10, then\n"
@@ -380,9 +385,11 @@ int run() {
       "so Adam's step shrinks only as m / sqrt(v); AMSGrad keeps the old, large denominator and\n"
       "its steps shrink with m. It was proposed to repair a convergence proof; in practice it\n"
       "rarely changes results, and it costs one more copy of the parameters (section 12).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. Parameter groups");
+// -----------------------------------------------------------------------------------------------
+
+void step_8_parameter_groups() {
   say("Each parameter group has its own options. A common use: a pretrained body with a small lr\n"
       "and a new head with a larger one.");
   RUN(tt::manual_seed(2));
@@ -410,9 +417,11 @@ int run() {
   SHOW_ERROR(optim::SGD({body[0] * 2}, optim::SGDOptions(0.1)));
   SHOW_ERROR(optim::SGD(body, optim::SGDOptions(-0.1)));
   SHOW_ERROR(optim::Adam(body, optim::AdamOptions().betas({0.9, 1.0})));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. zero_grad: gradients accumulate");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_zero_grad() {
   say("backward() adds into .grad (module 04). Forget to clear it and every step uses the sum of\n"
       "all gradients so far:");
   RUN(tt::Tensor u = tt::ones({1}, tt::kFloat64).requires_grad_());
@@ -443,9 +452,11 @@ int run() {
     std::cout << "    full batch:      " << vec(full, "%.5f") << "\n    4 micro-batches: "
               << vec(model->weight.grad(), "%.5f") << "\n";
   }
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. Learning-rate schedules");
+// -----------------------------------------------------------------------------------------------
+
+void step_10_schedules() {
   say("A scheduler rewrites each group's lr once per step() (call it after optimizer.step()). A\n"
       "linear warmup over 5 steps from 0.1 x the base lr, then a cosine over 15 steps down to\n"
       "eta_min = 0.001 (base lr 0.1):");
@@ -483,9 +494,11 @@ int run() {
   RUN(optim::StepLR per_batch(opt_wrong, 3, 0.5));
   RUN(for (int batch = 0; batch < 100; ++batch) per_batch.step());
   SHOW(per_batch.get_last_lr()[0]);
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("11. Gradient clipping");
+// -----------------------------------------------------------------------------------------------
+
+void step_11_clipping() {
   say("clip_grad_norm_ treats all gradients as one long vector. Its norm is\n"
       "    total = sqrt(sum over tensors of |g_i|^2)       (norm_type 2)\n"
       "and every gradient is multiplied by clip_coef = min(1, max_norm / (total + 1e-6)): the\n"
@@ -504,9 +517,11 @@ int run() {
   SHOW(vec(ga.grad()));
   say("Clip after backward() and before step(). With Adam, norm clipping mostly tames single\n"
       "outlier batches (Adam already normalizes the scale); with SGD it bounds every step.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("12. What optimizer state costs in memory");
+// -----------------------------------------------------------------------------------------------
+
+void step_12_state_memory() {
   say("Every buffer an optimizer keeps has the shape of its parameter. For a model of 10M\n"
       "parameters in float32 (4 bytes each):");
   {
@@ -539,9 +554,11 @@ int run() {
     optim::AdamW ams_big(big.parameters(), optim::AdamWOptions().amsgrad(true));
     count("AdamW, amsgrad    ", ams_big);
   }
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("13. One fused pass versus a chain of tensor ops");
+// -----------------------------------------------------------------------------------------------
+
+void step_13_fused() {
   say("An update is elementwise: per element, Adam does about 15 FLOPs and one sqrt. It is\n"
       "memory-bound, so its cost is the bytes it moves. The library's Adam is one fused kernel\n"
       "(backend/cpu/optimizer.cpp): it reads p, g, m, v once and writes p, m, v once, 7 values =\n"
@@ -581,9 +598,11 @@ int run() {
       "for the same reason. The fused kernel also turns the flags into template parameters, so\n"
       "each combination is one branch-free loop the compiler vectorizes (Note [vectorized\n"
       "optimizer loops] in backend/cpu/optimizer.cpp).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("14. state_dict: resuming exactly");
+// -----------------------------------------------------------------------------------------------
+
+void step_14_state_dict() {
   say("An optimizer's state is part of the training run. state_dict() is flat, like a model's:\n"
       "per parameter (numbered in the order of parameters()) its buffers, per group its options.");
   {
@@ -620,9 +639,11 @@ int run() {
       "moments at zero and its step count at 1 again, so the run goes elsewhere; for SGD with\n"
       "momentum the velocity is lost. Checkpoints (module 08) store both, and the scheduler's\n"
       "state_dict() (its epoch) with them.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("15. Everything together");
+// -----------------------------------------------------------------------------------------------
+
+void step_15_together() {
   say("The regression y = X (2, -1, 0.5) + 0.3 with Linear(3, 1), 200 steps of each optimizer on\n"
       "the full batch (mse_loss, module 06). The loss at a few steps, and the learned weights:");
   {
@@ -685,12 +706,41 @@ int run() {
     }
     std::cout << "    weight " << vec(model->weight, "%.4f") << ", bias " << vec(model->bias, "%.4f") << "\n";
   }
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/08_training, which puts data loading,\n"
-               "this loop and checkpoints together and trains an MLP that learns.\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_07";
+  w.begin = [] {
+    std::cout << "Module 07 - optimizers: gradient descent and its learning rate, momentum, weight\n"
+                 "decay, Adam and AdamW, parameter groups, schedules, clipping, what state costs, a\n"
+                 "fused update kernel, and resuming from a state dict.\n";
+    std::cout.precision(6);
+  };
+  w.steps = {
+      {"1", "Gradient descent: one step by hand", step_1_descent_by_hand},
+      {"2", "The learning rate: too small, too large", step_2_learning_rate},
+      {"3", "Momentum: a running velocity", step_3_momentum},
+      {"4", "Weight decay in SGD is an L2 penalty", step_4_weight_decay},
+      {"5", "Adam: two moments and a bias correction", step_5_adam},
+      {"6", "AdamW: decoupled weight decay", step_6_adamw},
+      {"7", "AMSGrad: never let the denominator shrink", step_7_amsgrad},
+      {"8", "Parameter groups", step_8_parameter_groups},
+      {"9", "zero_grad: gradients accumulate", step_9_zero_grad},
+      {"10", "Learning-rate schedules", step_10_schedules},
+      {"11", "Gradient clipping", step_11_clipping},
+      {"12", "What optimizer state costs in memory", step_12_state_memory},
+      {"13", "One fused pass versus a chain of tensor ops", step_13_fused},
+      {"14", "state_dict: resuming exactly", step_14_state_dict},
+      {"15", "Everything together", step_15_together},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/08_training, which puts data loading,\n"
+                 "this loop and checkpoints together and trains an MLP that learns.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
