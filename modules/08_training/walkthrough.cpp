@@ -5,7 +5,9 @@
 // three spiral arms; checkpoints (the state dict, the bytes of a safetensors file, atomic save,
 // validated load); an exact resume; and two pitfalls, measured. Run it with
 // `tools/tt walkthrough 08` (or build-*/modules/walkthrough_08). Each step prints its code (after
-// ">>>") and the result. Files go to a scratch directory that is removed at the end.
+// ">>>") and the result. Files go to scratch directories that are removed when their step ends.
+// Each numbered section is one function; `--step N` reruns section N alone, `--list` lists them
+// (a step that needs the milestone's trained model, 9 or 10, trains it first).
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,7 +28,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -118,7 +120,8 @@ void show_typed_error(const char* code, F f) {
 }
 #define SHOW_TYPED_ERROR(...) show_typed_error(#__VA_ARGS__, [&] { (void)(__VA_ARGS__); })
 
-// A fresh directory under the system's temp directory, removed with its contents at the end.
+// A fresh directory under the system's temp directory, removed with its contents when the last
+// ScratchDir that owns it goes (it can be moved, not copied).
 class ScratchDir {
  public:
   ScratchDir() {
@@ -126,9 +129,10 @@ class ScratchDir {
     if (::mkdtemp(pattern.data()) == nullptr) throw tt::IOError("walkthrough: cannot create " + pattern);
     path_ = pattern;
   }
+  ScratchDir(ScratchDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
   ~ScratchDir() {
     std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
   }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
   // The names in the directory, sorted, joined by two spaces.
@@ -221,16 +225,10 @@ std::string epoch_targets(tt::data::DataLoader& loader) {
   return s;
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 08 - training: the loop, datasets, the data loader, held-out accuracy,\n"
-               "checkpoints and resuming; milestone: an MLP that learns.\n";
-  std::cout.precision(5);
-
-  // -------------------------------------------------------------------------------------------
-  heading("1. One step of the loop, every part named");
+// Returns the spirals, which steps 2 to 5 read again.
+std::shared_ptr<tt::data::TensorDataset> step_1_one_step() {
   say("Training repeats one step: push a batch through the model (forward), score the output\n"
       "(loss), clear the previous step's gradients (zero_grad), compute new ones (backward), and\n"
       "move every parameter a little against its gradient (step). Here is one step on 32 points\n"
@@ -278,9 +276,14 @@ int run() {
       "training goes (its step() follows the optimizer's), and evaluation, which runs the model\n"
       "in eval() mode (dropout off) under NoGradGuard (no graph recorded) on data it never\n"
       "trained on. Both appear in section 8.");
+  return spirals;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. A Dataset maps an index to one example");
+// -----------------------------------------------------------------------------------------------
+
+// Returns the computed dataset, which step 3 reads again.
+SineSigns step_2_dataset() {
+  const auto spirals = quietly(step_1_one_step);
   say("make_spirals returns a TensorDataset: an [N, 2] tensor of points and an [N] tensor of\n"
       "labels. Example i is row i of each: a view, no copy. Its target is 0-d, a single label.");
   SHOW(spirals->size());
@@ -297,9 +300,14 @@ int run() {
   SHOW(w.data);
   SHOW(w.target);
   SHOW_TYPED_ERROR(waves.get(1000000));
+  return waves;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. Batching: collate stacks examples along a new first dim");
+// -----------------------------------------------------------------------------------------------
+
+void step_3_batching() {
+  const auto spirals = quietly(step_1_one_step);
+  const SineSigns waves = quietly(step_2_dataset);
   say("A model takes a batch [B, ...], not one example. collate() stacks B examples: data\n"
       "[2] -> [B, 2], and 0-d targets -> [B], the shape cross_entropy wants for class labels.");
   RUN(tt::data::Batch b = tt::data::collate({spirals->get(0), spirals->get(1), spirals->get(2)}));
@@ -314,9 +322,12 @@ int run() {
   SHOW(wb.target);
   say("Examples must agree in shape and dtype, or the batch would be ragged:");
   SHOW_TYPED_ERROR(tt::data::collate({spirals->get(0), waves.get(0)}));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. The DataLoader: epochs, batches, shuffling, drop_last");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_dataloader() {
+  const auto spirals = quietly(step_1_one_step);
   say("A DataLoader cuts a dataset into batches. Each range-for over it is one epoch, which\n"
       "visits every example exactly once. Ten examples whose targets are their own indices, in\n"
       "batches of 4: ceil(10 / 4) = 3 batches, the last one short.");
@@ -351,9 +362,13 @@ int run() {
             << "    seed 1, epoch 0: " << first(loader_c.order(0), 10) << "\n";
   say("Because the order depends only on (seed, epoch), a resumed run can replay exactly the\n"
       "batches it would have seen: set_epoch(e) makes the next loop epoch e (section 11).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Held-out data: a train/test split, and statistics from the training part");
+// -----------------------------------------------------------------------------------------------
+
+// Returns the split, which steps 7 to 12 read again.
+tt::data::TrainTestSplit step_5_held_out() {
+  const auto spirals = quietly(step_1_one_step);
   say("The test part is kept out of training entirely; it stands for the points the model will\n"
       "meet later. train_test_split draws it at random with a seed: here 20%.");
   RUN(tt::data::TrainTestSplit split = tt::data::train_test_split(*spirals, 0.2, 0));
@@ -372,9 +387,12 @@ int run() {
   SHOW(tt::data::Normalize::fit(spirals->data()).mean);
   say("The spirals are already centred in [-1, 1]^2, so the milestone uses the raw features;\n"
       "the 64 pixel features of make_digits are a case where normalizing matters more.");
+  return split;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. Overfitting: training accuracy is not the score");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_overfitting() {
   say("A large MLP (2-128-128-2, 17,000 parameters) trained on 40 noisy points of two moons, full\n"
       "batch, scored on 2,000 fresh points from the same distribution:");
   RUN(tt::manual_seed(0));
@@ -405,9 +423,12 @@ int run() {
       "and more. Only the held-out numbers say how the model will do on points it has not seen.\n"
       "Remedies: more data, a smaller model, weight decay, or early stopping (keep the checkpoint\n"
       "with the best score on a validation split, and touch the test split once, at the end).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. Batch size: steps per epoch and throughput");
+// -----------------------------------------------------------------------------------------------
+
+void step_7_batch_size() {
+  const tt::data::TrainTestSplit split = quietly(step_5_held_out);
   say("One epoch over the 960 training points from the same initial model, for several batch\n"
       "sizes. The model (2-64-64-3) has 4,416 weights, each one multiply-add per example: 8.8\n"
       "kFLOP forward, and a backward of twice that, so 26.5 kFLOP per example per step.");
@@ -440,9 +461,16 @@ int run() {
       "machine), that is threading: from some matrix size on, OpenBLAS splits each product over\n"
       "its threads, and for products this small waking them costs more than the work. Run with\n"
       "OPENBLAS_NUM_THREADS=1 in the environment and the curve keeps rising.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. The milestone: an MLP learns three spirals");
+// -----------------------------------------------------------------------------------------------
+
+// Step 8's trained model, which steps 9 and 10 read: kept by step 8, or trained again (quietly)
+// when step 8 did not run.
+std::shared_ptr<Model> g_milestone_mlp;
+
+void step_8_milestone() {
+  const tt::data::TrainTestSplit split = quietly(step_5_held_out);
   say("The whole loop: a seeded model, Adam with a cosine schedule from 0.01 down to 0 over every\n"
       "step, batches of 32 in a new order each epoch, 30 epochs. After each epoch, the held-out\n"
       "accuracy, measured in eval() mode under NoGradGuard.");
@@ -486,9 +514,28 @@ int run() {
       "; the cosine schedule's small final steps let it settle into a minimum\n"
       "instead of bouncing around it. No straight boundary can separate arms that wind around\n"
       "each other: a linear classifier stays under 70% here (tests/data measures it).");
+  g_milestone_mlp = mlp;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. Checkpoints: a state dict in a safetensors file");
+// -----------------------------------------------------------------------------------------------
+
+std::shared_ptr<Model> milestone_mlp() {
+  if (!g_milestone_mlp) quietly(step_8_milestone);
+  return g_milestone_mlp;
+}
+
+// Step 9's checkpoint, which step 10 reads again: the scratch directory, the file in it and its
+// bytes, the model reloaded from it, and the trained model's outputs on the test points.
+struct Checkpoint {
+  ScratchDir dir;
+  std::string path, bytes;
+  std::shared_ptr<Model> reloaded;
+  tt::Tensor out_mlp;
+};
+
+Checkpoint step_9_checkpoints() {
+  const tt::data::TrainTestSplit split = quietly(step_5_held_out);
+  const std::shared_ptr<Model> mlp = milestone_mlp();
   say("The milestone's model, trained. Its state dict names each tensor by its path in the\n"
       "module tree. A Sequential names its children 0, 1, 2, ...; the ReLUs (1 and 3) have no\n"
       "parameters.");
@@ -539,9 +586,20 @@ int run() {
     out_reloaded = reloaded->forward(split.test->data());
   }
   SHOW((out_reloaded - out_mlp).abs().max().item<float>());
+  return {std::move(dir), path, bytes, reloaded, out_mlp};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. Atomic save, validated load");
+// -----------------------------------------------------------------------------------------------
+
+void step_10_atomic_save() {
+  const tt::data::TrainTestSplit split = quietly(step_5_held_out);
+  const std::shared_ptr<Model> mlp = milestone_mlp();
+  const Checkpoint checkpoint = quietly(step_9_checkpoints);
+  const ScratchDir& dir = checkpoint.dir;
+  const std::string &path = checkpoint.path, &bytes = checkpoint.bytes;
+  const std::shared_ptr<Model> reloaded = checkpoint.reloaded;
+  const tt::Tensor out_mlp = checkpoint.out_mlp;
+  tt::Tensor out_reloaded;
   say("tt::save writes a temporary file beside the target, flushes it to disk, then renames it\n"
       "over the target. A rename is atomic: a reader sees the old file or the new one, never half\n"
       "of one, and a crash midway leaves the old checkpoint whole. No temporary file remains:");
@@ -561,9 +619,13 @@ int run() {
     out_reloaded = reloaded->forward(split.test->data());
   }
   SHOW((out_reloaded - out_mlp).abs().max().item<float>());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("11. Resuming: model, optimizer, schedule and epoch");
+// -----------------------------------------------------------------------------------------------
+
+void step_11_resuming() {
+  const tt::data::TrainTestSplit split = quietly(step_5_held_out);
+  const ScratchDir dir;
   say("To continue a run as if it had never stopped, a checkpoint needs everything the next\n"
       "step reads: the weights, the optimizer's state (Adam's two moments and step count per\n"
       "parameter, and its learning rate), the schedule's position, and the next epoch number\n"
@@ -623,9 +685,12 @@ int run() {
   say("Run B matches run A bit for bit: the same computations on the same numbers in the same\n"
       "order. Run C drifts off: its Adam starts again with zero moments, a step count of 0 (so a\n"
       "bias correction meant for step 1) and a schedule back at the full learning rate.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("12. Two pitfalls, measured");
+// -----------------------------------------------------------------------------------------------
+
+void step_12_pitfalls() {
+  const tt::data::TrainTestSplit split = quietly(step_5_held_out);
   say("Not shuffling. Sort the training points by class and feed them in that order: ten\n"
       "batches of class 0, then ten of class 1, then ten of class 2. Each run of one class pulls\n"
       "the model towards answering that class for everything, and the runs undo each other.");
@@ -677,11 +742,36 @@ int run() {
   say("In training mode dropout zeroes 30% of the hidden units afresh on every call, so the score\n"
       "is lower and changes from run to run. eval() turns it into the identity: one answer, the\n"
       "model's real one.");
-
-  double secs = seconds_since(t_start);
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/09_cuda, where the same loop runs on a GPU.\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_08";
+  w.begin = [] {
+    std::cout << "Module 08 - training: the loop, datasets, the data loader, held-out accuracy,\n"
+                 "checkpoints and resuming; milestone: an MLP that learns.\n";
+    std::cout.precision(5);
+  };
+  w.steps = {
+      {"1", "One step of the loop, every part named", step_1_one_step},
+      {"2", "A Dataset maps an index to one example", step_2_dataset},
+      {"3", "Batching: collate stacks examples along a new first dim", step_3_batching},
+      {"4", "The DataLoader: epochs, batches, shuffling, drop_last", step_4_dataloader},
+      {"5", "Held-out data: a train/test split, and statistics from the training part", step_5_held_out},
+      {"6", "Overfitting: training accuracy is not the score", step_6_overfitting},
+      {"7", "Batch size: steps per epoch and throughput", step_7_batch_size},
+      {"8", "The milestone: an MLP learns three spirals", step_8_milestone},
+      {"9", "Checkpoints: a state dict in a safetensors file", step_9_checkpoints},
+      {"10", "Atomic save, validated load", step_10_atomic_save},
+      {"11", "Resuming: model, optimizer, schedule and epoch", step_11_resuming},
+      {"12", "Two pitfalls, measured", step_12_pitfalls},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/09_cuda, where the same loop runs on a GPU.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
