@@ -6,7 +6,8 @@
 // a fake system allocator); and parity testing, the method of tests/cuda. Every section that needs
 // a GPU runs when there is one and says what it skipped when there is not; the CPU parts always
 // run. Run it with `tools/tt walkthrough 09` (or build-*/modules/walkthrough_09). Each step prints
-// its code (after ">>>") and the result.
+// its code (after ">>>") and the result. Each numbered section is one function; `--step N` reruns
+// section N alone, `--list` lists them; the summary of what was skipped ends a full run.
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -53,8 +54,7 @@ int64_t blocks_for(int64_t n) {
 
 // --- 1. devices --------------------------------------------------------------------------------
 
-void devices() {
-  heading("1. Devices: where a tensor's bytes live");
+void step_1_devices() {
   say("A Device names a memory: the CPU's, or one GPU's by index. Tensors carry theirs; ops run where\n"
       "their inputs are, and every input must be on the same device.");
   SHOW(tt::Device("cuda:1"));
@@ -80,8 +80,7 @@ void devices() {
 
 // --- 2. host and device memory -----------------------------------------------------------------
 
-void memory_spaces() {
-  heading("2. Two address spaces: transfers cost");
+void step_2_memory_spaces() {
   say("Host memory (DRAM, read by the CPU) and device memory (HBM on the GPU) are separate. A pointer\n"
       "into one means nothing in the other; .cuda() and .cpu() copy the bytes across the bus (PCIe or\n"
       "NVLink): tens of GB/s, against the TB/s the GPU reads its own memory at. So data moves once and\n"
@@ -109,8 +108,7 @@ void memory_spaces() {
 
 // --- 3. kernels and launch shapes --------------------------------------------------------------
 
-void kernels() {
-  heading("3. Kernels and launch shapes: grid, block, thread, grid-stride loop");
+void step_3_kernels() {
   say("A kernel is one function run by many threads. Threads come in blocks (up to 1024; ours use 256 =\n"
       "8 warps of 32 that execute in lockstep); blocks form the grid. Thread t of block b starts at\n"
       "i = b * 256 + t and steps by the whole grid (gridDim * 256) until i >= n: the grid-stride loop of\n"
@@ -152,8 +150,7 @@ void kernels() {
 
 // --- 4. coalescing -----------------------------------------------------------------------------
 
-void coalescing() {
-  heading("4. Coalescing: neighbouring threads, neighbouring addresses");
+void step_4_coalescing() {
   say("Memory moves in transactions of 32-byte sectors. When the 32 threads of a warp read 32 adjacent\n"
       "floats, that is 4 sectors; when each reads a float a row apart (a transposed view), it is 32.\n"
       "Copying x.t() into a contiguous tensor reads with stride n: the same bytes, many more transactions.\n"
@@ -208,8 +205,7 @@ void print_counts(const std::vector<int64_t>& c, const char* where) {
   std::printf("\n");
 }
 
-void caching_allocator() {
-  heading("5. Why a caching allocator");
+void step_5_caching_allocator() {
   say("cudaMalloc and cudaFree are slow (microseconds to milliseconds) and cudaFree waits for the whole\n"
       "device. A training step frees and reallocates the same sizes every time, so tinytorch keeps freed\n"
       "blocks and hands them out again. The CPU allocator does the same with malloc. Count the calls that\n"
@@ -262,8 +258,7 @@ double max_rel(const Tensor& a, const Tensor& ref) {
   return ((x - r).abs() / (r.abs() + 1e-30)).max().item<double>();
 }
 
-void parity() {
-  heading("6. Parity: every CUDA kernel against its CPU twin");
+void step_6_parity() {
   say("A GPU kernel is hard to debug and easy to get almost right (a missed tail, a race). So each one\n"
       "has a slow, simple twin: the CPU kernel. tests/cuda runs every op forward AND backward on CPU\n"
       "tensors and on their .cuda() copies (contiguous, transposed, broadcast, odd sizes, empty) and\n"
@@ -289,27 +284,33 @@ void parity() {
               max_rel(ad.grad(), ac.grad()));
 }
 
-int run() {
-  g_gpu = tt::cuda::is_available();
-  std::cout << "Module 09: the GPU. " << (g_gpu ? "A GPU is present: every section runs."
-                                                : "No GPU here: the GPU parts are skipped, each one said so.")
-            << "\n";
-  devices();
-  memory_spaces();
-  kernels();
-  coalescing();
-  caching_allocator();
-  parity();
-  heading("Summary");
-  if (g_skipped.empty()) {
-    say("Every section ran on the GPU.");
-  } else {
-    say("Skipped for want of a GPU (run the walkthrough on a machine with one to see them):");
-    for (const std::string& s : g_skipped) std::cout << "    - " << s << "\n";
-  }
-  return 0;
-}
-
 }  // namespace
 
-int main() { return run_guarded(run); }
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_09";
+  w.begin = [] {
+    g_gpu = tt::cuda::is_available();
+    std::cout << "Module 09: the GPU. " << (g_gpu ? "A GPU is present: every section runs."
+                                                  : "No GPU here: the GPU parts are skipped, each one said so.")
+              << "\n";
+  };
+  w.steps = {
+      {"1", "Devices: where a tensor's bytes live", step_1_devices},
+      {"2", "Two address spaces: transfers cost", step_2_memory_spaces},
+      {"3", "Kernels and launch shapes: grid, block, thread, grid-stride loop", step_3_kernels},
+      {"4", "Coalescing: neighbouring threads, neighbouring addresses", step_4_coalescing},
+      {"5", "Why a caching allocator", step_5_caching_allocator},
+      {"6", "Parity: every CUDA kernel against its CPU twin", step_6_parity},
+  };
+  w.end = [](double) {
+    heading("Summary");
+    if (g_skipped.empty()) {
+      say("Every section ran on the GPU.");
+    } else {
+      say("Skipped for want of a GPU (run the walkthrough on a machine with one to see them):");
+      for (const std::string& s : g_skipped) std::cout << "    - " << s << "\n";
+    }
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
