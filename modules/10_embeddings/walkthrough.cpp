@@ -5,7 +5,8 @@
 // rotary embedding (RoPE) with its relative-position property shown numerically and decoding
 // with an offset; last, what a vocabulary-sized table costs in memory and time. Run it with
 // `tools/tt walkthrough 10` (or build-*/modules/walkthrough_10). Each step prints its code (after
-// ">>>") and the result.
+// ">>>") and the result. Each numbered section is one function; `--step N` reruns section N alone,
+// `--list` lists them.
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -44,16 +45,17 @@ std::string row3(const tt::Tensor& v) {
   return s;
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 10 - embeddings: token ids to vectors (a gather forward, a scatter-add backward),\n"
-               "padding_idx, one-hot equivalence, and positions: learned, sinusoidal and rotary (RoPE).\n";
-  std::cout.precision(6);
+// The values step 1 gives its Embedding(5, 3), which steps 2, 3 and 5 use again: row v, column j
+// holds 10 v + j.
+void set_readable_values(tt::nn::Embedding& emb) {
+  tt::NoGradGuard no_grad;
+  emb.weight.copy_(tt::tensor({{0.0, 1.0, 2.0}, {10.0, 11.0, 12.0}, {20.0, 21.0, 22.0}, {30.0, 31.0, 32.0},
+                               {40.0, 41.0, 42.0}}));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("1. A lookup table");
+void step_1_lookup() {
   say("Text reaches a model as integer token ids: names, not quantities (id 4 is not twice id 2).\n"
       "An Embedding(V, E) holds one learned vector of E numbers per id, a weight [V, E], and\n"
       "replaces each id by its row. Five ids, three numbers each:");
@@ -61,11 +63,7 @@ int run() {
   SHOW(emb);
   say("Give it values that can be read back: row v, column j holds 10 v + j.");
   std::cout << ">>> { tt::NoGradGuard no_grad; emb.weight.copy_(tt::tensor({{0.0, 1.0, 2.0}, {10.0, 11.0, 12.0}, ...})); }\n";
-  {
-    tt::NoGradGuard no_grad;
-    emb.weight.copy_(tt::tensor({{0.0, 1.0, 2.0}, {10.0, 11.0, 12.0}, {20.0, 21.0, 22.0}, {30.0, 31.0, 32.0},
-                                 {40.0, 41.0, 42.0}}));
-  }
+  set_readable_values(emb);
   RUN(tt::Tensor ids = tt::tensor({{1, 4, 1}, {0, 3, 2}}));
   SHOW(ids.dtype());
   SHOW(emb(ids));
@@ -81,9 +79,14 @@ int run() {
   RUN(tt::nn::Embedding big(1000, 64));
   SHOW(big.weight.mean().item<double>());
   SHOW(big.weight.std().item<double>());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. The same numbers as one-hot @ W");
+// -----------------------------------------------------------------------------------------------
+
+void step_2_one_hot() {
+  tt::nn::Embedding emb(5, 3);  // step 1's table
+  set_readable_values(emb);
+  const tt::Tensor ids = tt::tensor({{1, 4, 1}, {0, 3, 2}});  // and its ids
   say("Write id v as a one-hot row: V zeros with a 1 in column v. Multiplying it by W [V, E] adds\n"
       "up V rows of W, each scaled by 0 except row v: the product IS row v. So an embedding is a\n"
       "Linear layer without bias applied to one-hot inputs, and the lookup is that product with\n"
@@ -114,9 +117,13 @@ int run() {
   say("Equal to the last bit (each output is one product by 1 plus zeros), and the lookup is\n"
       "orders of magnitude cheaper. The equivalence is still useful: it says what the gradient\n"
       "must be.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. The backward: a scatter-add, and repeated ids add up");
+// -----------------------------------------------------------------------------------------------
+
+void step_3_backward() {
+  tt::nn::Embedding emb(5, 3);  // step 1's table
+  set_readable_values(emb);
   say("Y = onehot @ W, so module 05's rule for a Linear gives dW = onehot^T dY: row v of dW is the\n"
       "sum of the rows of dY whose id is v. An id used three times gets three gradients added;\n"
       "an id not used gets zero. Make the loss sum(Y * G), so dY is exactly G:");
@@ -139,9 +146,11 @@ int run() {
   RUN(tt::Tensor W64 = tt::randn({6, 4}, tt::kFloat64).requires_grad_());
   SHOW(bool(tt::autograd::gradcheck(
       [](const tt::autograd::TensorList& in) { return tt::embedding(in[0], tt::tensor({{0, 5, 0}, {5, 5, 2}})); }, {W64})));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. padding_idx");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_padding_idx() {
   say("Sentences of different lengths share a batch by padding the short ones with a pad id. The\n"
       "pad should carry no meaning and never learn: padding_idx names its row, which starts at\n"
       "zero and gets no gradient.");
@@ -162,9 +171,13 @@ int run() {
       "It is zero because it started at zero and never moves. Loading a table whose pad row is not\n"
       "zero gives non-zero pad vectors; the loss should also ignore pad positions (module 06's\n"
       "ignore_index), and attention should mask them (module 12).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. What the lookup refuses");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_refused() {
+  tt::nn::Embedding emb(5, 3);  // step 1's table
+  set_readable_values(emb);
   say("Every id is checked against the table before any row is copied. A bad id names itself, its\n"
       "position in the flattened ids and the table's size:");
   SHOW_ERROR(emb(tt::tensor({{0, 1}, {5, 2}})));
@@ -173,9 +186,11 @@ int run() {
       "tt::embedding takes (weight, indices) as torch.embedding does; swapped, it says so:");
   SHOW_ERROR(emb(tt::tensor({1.0, 2.0})));
   SHOW_ERROR(tt::embedding(tt::tensor({1, 2}), emb.weight));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. Order: a bag of vectors cannot see it");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_order() {
   say("An embedding looks at one id at a time. Any layer that then treats the positions alike and\n"
       "combines them symmetrically (a sum, a mean, and attention in module 12) sees a bag of\n"
       "vectors. Ids 1, 2, 3 as 'dog bites man' and 'man bites dog':");
@@ -191,9 +206,14 @@ int run() {
   say("The per-token vectors are the same rows in another order: nothing in them says where a\n"
       "token stands. The model must be told the position, either by adding a vector that depends\n"
       "on it (sections 7 and 8) or by rotating the queries and keys of attention (section 9).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. Learned positions");
+// -----------------------------------------------------------------------------------------------
+
+void step_7_learned() {
+  tt::manual_seed(4);  // step 6's words, which leave the random stream where step 6 does
+  tt::nn::Embedding words(10, 4);
+  const tt::Tensor dog_bites_man = tt::tensor({1, 2, 3}), man_bites_dog = tt::tensor({3, 2, 1});
   say("GPT-2's answer: a second table, one trained row per position, added to the token vectors.\n"
       "LearnedPositionalEmbedding(max_len, E)(T) returns rows 0 .. T-1, a [T, E] slice that\n"
       "broadcasts over the batch.");
@@ -218,9 +238,14 @@ int run() {
   say("With a KV cache (module 13) the positions of new tokens start where the cache ends: wpe(T,\n"
       "offset) returns rows offset .. offset + T - 1.");
   SHOW(max_abs(wpe(2, 5) - wpe.weight.slice(0, 5, 7)));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. The sinusoidal table");
+// -----------------------------------------------------------------------------------------------
+
+void step_8_sinusoidal() {
+  tt::manual_seed(4);  // step 6's words
+  tt::nn::Embedding words(10, 4);
+  const tt::Tensor dog_bites_man = tt::tensor({1, 2, 3});
   say("Attention Is All You Need added a fixed table instead, nothing to train:\n"
       "    pe[t, 2i] = sin(t w_i),   pe[t, 2i + 1] = cos(t w_i),   w_i = 10000^(-2i / E).\n"
       "Each column pair is a clock at its own frequency, from w_0 = 1 radian per position (a\n"
@@ -255,9 +280,11 @@ int run() {
   say("Added to the token vectors, the table mixes position into the content, and after the query\n"
       "and key projections of attention the score of two tokens still depends on where each one\n"
       "is, not only on their distance. Rotary embedding keeps only the distance.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. Rotary embedding (RoPE)");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_rope() {
   say("RoPE leaves the token vectors alone and, inside attention, rotates each query and key by an\n"
       "angle proportional to its position. Start with D = 2, one pair, angle t radians (theta_0 =\n"
       "1): the vector [1, 0] at position t becomes [cos t, sin t].");
@@ -317,9 +344,11 @@ int run() {
   SHOW(rope.parameters().size());
   SHOW(rope.state_dict().size());
   SHOW_ERROR(tt::nn::RotaryEmbedding(tt::nn::RotaryOptions(7)));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. What a vocabulary costs");
+// -----------------------------------------------------------------------------------------------
+
+void step_10_costs() {
   say("GPT-2 small: V = 50257 tokens, E = 768. Its token table has V E = 38.6 M parameters, 31% of\n"
       "the model's 124 M, and 154 MB in float32; its gradient is as many bytes again, and Adam's two\n"
       "moments twice that. A batch of B T = 8 x 1024 tokens reads only 8192 rows (25 MB).\n"
@@ -360,12 +389,35 @@ int run() {
       "\n"
       "RoPE has no parameters; it costs a few elementwise passes over q and k (two multiplies, an\n"
       "add, the rotate_half copy) and cos/sin tables of T x D numbers each, shared by every head.");
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/11_normalization, which keeps the scale of\n"
-               "these vectors in check as they pass through a deep stack.\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_10";
+  w.begin = [] {
+    std::cout << "Module 10 - embeddings: token ids to vectors (a gather forward, a scatter-add backward),\n"
+                 "padding_idx, one-hot equivalence, and positions: learned, sinusoidal and rotary (RoPE).\n";
+    std::cout.precision(6);
+  };
+  w.steps = {
+      {"1", "A lookup table", step_1_lookup},
+      {"2", "The same numbers as one-hot @ W", step_2_one_hot},
+      {"3", "The backward: a scatter-add, and repeated ids add up", step_3_backward},
+      {"4", "padding_idx", step_4_padding_idx},
+      {"5", "What the lookup refuses", step_5_refused},
+      {"6", "Order: a bag of vectors cannot see it", step_6_order},
+      {"7", "Learned positions", step_7_learned},
+      {"8", "The sinusoidal table", step_8_sinusoidal},
+      {"9", "Rotary embedding (RoPE)", step_9_rope},
+      {"10", "What a vocabulary costs", step_10_costs},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/11_normalization, which keeps the scale of\n"
+                 "these vectors in check as they pass through a deep stack.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
