@@ -5,7 +5,8 @@
 // where the one-pass formula fails; the fused kernels against the same math as a graph of small
 // ops, in time and peak memory; and the layers, their printing and their errors. Run it with
 // `tools/tt walkthrough 11` (or build-*/modules/walkthrough_11). Each step prints its code (after
-// ">>>") and the result.
+// ">>>") and the result. Each numbered section is one function; `--step N` reruns section N alone,
+// `--list` lists them.
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -17,7 +18,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -77,16 +78,9 @@ void measure_stack(const std::string& name, double weight_std, const std::functi
   std::cout << line << "\n";
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 11 - normalization: scale drift through deep stacks, LayerNorm and its backward,\n"
-               "RMSNorm, the variance of 1e4 + noise, and fused kernels against a graph of small ops.\n";
-  std::cout.precision(6);
-
-  // -------------------------------------------------------------------------------------------
-  heading("1. Why normalize: the scale drifts, layer after layer");
+void step_1_scale_drift() {
   say("Module 05 showed that every layer multiplies the scale of its input by a factor set by its\n"
       "weights, and that 30 layers compound it. An initialization can make the factor 1 at step 0;\n"
       "training then moves the weights, and the factor with them. Normalization divides the scale\n"
@@ -131,9 +125,12 @@ int run() {
       "    stream is an identity path from the last block to the first, so the first block's\n"
       "    gradient is as large as the last's (larger, here). That is why pre-norm trains deep\n"
       "    stacks without warm-up tricks; it needs one more LN before the output head (module 14).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. LayerNorm, by hand");
+// -----------------------------------------------------------------------------------------------
+
+// Returns x = [1, 2, 3, 4], which steps 3 and 4 read again.
+Tensor step_2_layernorm() {
   say("For each row x of C numbers (one token's features):\n"
       "    mean = sum(x) / C,  var = sum((x - mean)^2) / C   (biased: divide by C, not C - 1)\n"
       "    xhat = (x - mean) / sqrt(var + eps),  y = xhat * weight + bias\n"
@@ -165,9 +162,14 @@ int run() {
       "numbers of each token together. It must match the input's last dims:");
   SHOW(tt::layer_norm(tokens, {3, 8}).mean({-1, -2}));
   SHOW_ERROR(tt::layer_norm(tokens, {3}));
+  return x;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. The backward, derived");
+// -----------------------------------------------------------------------------------------------
+
+// Returns dy = [1, 0, 0, 0], which step 4 reads again.
+Tensor step_3_backward() {
+  const Tensor x = quietly(step_2_layernorm);
   say("With r = 1/sqrt(var + eps), xhat = (x - mean) r and g = dy * weight (the gradient reaching\n"
       "xhat), the chain rule through the mean and the variance gives, per row,\n"
       "    dx = r (g - mean(g) - xhat mean(g xhat))\n"
@@ -192,6 +194,7 @@ int run() {
   RUN(layer_norm_by_ops(xo, {}, {}, 0.0).backward(dy));
   SHOW(max_abs(xo.grad() - xl.grad()));
   RUN(auto f64 = tt::TensorOptions().dtype(tt::kFloat64).requires_grad(true));
+  resume_random_stream(1, 2 * 3 * 8);  // where step 2 leaves it: seed 1, then tokens' 2 x 3 x 8 numbers
   RUN(Tensor X = tt::randn({3, 5}, f64), Wt = tt::randn({5}, f64), Bs = tt::randn({5}, f64));
   SHOW(bool(tt::autograd::gradcheck(
       [](const tt::autograd::TensorList& in) { return tt::layer_norm(in[0], {5}, in[1], in[2]); }, {X, Wt, Bs})));
@@ -199,9 +202,13 @@ int run() {
   RUN(Tensor x10 = (x * 10.0).detach().requires_grad_());
   RUN(tt::layer_norm(x10, {4}, {}, {}, 0.0).backward(dy));
   SHOW(x10.grad());
+  return dy;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. RMSNorm: scale only");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_rmsnorm() {
+  const Tensor x = quietly(step_2_layernorm), dy = quietly(step_3_backward);
   say("RMSNorm (Zhang & Sennrich 2019; LLaMA, Mistral, Gemma) drops the centering and the bias:\n"
       "    y = x / sqrt(mean(x^2) + eps) * weight\n"
       "One statistic per row instead of two, no bias parameter, and in practice the same quality.\n"
@@ -223,9 +230,11 @@ int run() {
   SHOW(rms);
   RUN(tt::nn::RMSNorm rms_llama(tt::nn::RMSNormOptions({8}).eps(1e-6)));
   SHOW(rms_llama);
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Numerical stability: the variance of 1e4 + noise");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_stability() {
   say("Textbooks write var = E[x^2] - E[x]^2: one pass over the row. For a row of 1024 values\n"
       "1e4 + noise of std 0.1, in float32, E[x^2] is 1e8, where float32 numbers are 8 apart; the\n"
       "variance, 0.01, is lost in the subtraction. The two-pass form subtracts the mean first.");
@@ -251,9 +260,11 @@ int run() {
       "this far from zero do occur: an embedding with a large common component, a residual stream\n"
       "that grew (section 1). In float16 or bfloat16 the same failure starts at much smaller\n"
       "numbers, which is why mixed-precision code computes the statistics in float32.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. One fused kernel against a graph of small ops");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_fused() {
   say("layer_norm_by_ops (top of this file) is the same math as 6 small ops forward. Each reads\n"
       "and writes a whole [R, C] tensor and autograd keeps several of them for backward, whose own\n"
       "ops read and write more. The fused kernel reads a row once per pass while it sits in the\n"
@@ -301,9 +312,12 @@ int run() {
       "memory-bound (a few FLOPs per byte), so time follows the number of passes over [R, C].\n"
       "A transformer block has two or three norms per layer, over every token: this is why every\n"
       "framework fuses them.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. The layers and their options");
+// -----------------------------------------------------------------------------------------------
+
+void step_7_layers() {
+  tt::nn::LayerNorm norm(tt::nn::LayerNormOptions({8}));  // step 2's
   say("Without elementwise_affine there are no parameters; bias(false) keeps only the weight (the\n"
       "LayerNorm of some newer models). Both layers print like PyTorch:");
   RUN(tt::nn::LayerNorm plain(tt::nn::LayerNormOptions({8}).elementwise_affine(false)));
@@ -316,12 +330,32 @@ int run() {
       "The input must be floating point, and the parameters must match normalized_shape:");
   SHOW_ERROR(norm(tt::ones({2, 8}, tt::kInt64)));
   SHOW_ERROR(tt::layer_norm(tt::ones({2, 8}), {8}, tt::ones({4})));
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/12_attention, where these norms sit\n"
-               "before every attention and MLP block.\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_11";
+  w.begin = [] {
+    std::cout << "Module 11 - normalization: scale drift through deep stacks, LayerNorm and its backward,\n"
+                 "RMSNorm, the variance of 1e4 + noise, and fused kernels against a graph of small ops.\n";
+    std::cout.precision(6);
+  };
+  w.steps = {
+      {"1", "Why normalize: the scale drifts, layer after layer", step_1_scale_drift},
+      {"2", "LayerNorm, by hand", step_2_layernorm},
+      {"3", "The backward, derived", step_3_backward},
+      {"4", "RMSNorm: scale only", step_4_rmsnorm},
+      {"5", "Numerical stability: the variance of 1e4 + noise", step_5_stability},
+      {"6", "One fused kernel against a graph of small ops", step_6_fused},
+      {"7", "The layers and their options", step_7_layers},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Next: modules/12_attention, where these norms sit\n"
+                 "before every attention and MLP block.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
