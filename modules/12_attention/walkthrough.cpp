@@ -9,7 +9,8 @@
 // weights, measured with the allocator. Run it with `tools/tt walkthrough 12 [DIR]` (or
 // build-*/modules/walkthrough_12 [DIR]); the figures go to DIR, by default a folder
 // walkthrough_12_figures beside the executable. Each step prints its code (after ">>>") and the
-// result.
+// result. Each numbered section is one function; `--step N` reruns section N alone, `--list` lists
+// them.
 #include <unistd.h>
 
 #include <chrono>
@@ -25,7 +26,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -124,18 +125,16 @@ int64_t peak_bytes(Fn f) {
 
 std::string figure(const std::string& name) { return (std::filesystem::path(g_out_dir) / name).string(); }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 12 - attention: queries, keys and values; scores, scaling and softmax; causal and\n"
-               "bidirectional maps; multi-head attention; masks and padding; GQA; the O(T^2) memory.\n";
-  std::cout.precision(5);
-  std::filesystem::create_directories(g_out_dir);
-  std::cout << "Figures go to " << g_out_dir << "\n";
+// Step 1's sentence, which later steps read again: its tokens, the embedded x, and the queries,
+// keys and values.
+struct Sentence {
+  std::vector<std::string> tokens;
+  Tensor x, Q, K, V;
+};
 
-  // -------------------------------------------------------------------------------------------
-  heading("1. Queries, keys and values from one input");
+Sentence step_1_qkv() {
   say("Attention lets every position of a sequence read from every other position, by an amount\n"
       "it computes from the data. Each token plays three roles, each a linear projection of its\n"
       "vector (module 05):\n"
@@ -161,9 +160,16 @@ int run() {
   say("Both \"the\" tokens have the same id, so the same embedding, so the same q, k and v: nothing\n"
       "here says where a token stands (that is module 10's positions, added before attention).");
   SHOW(max_abs(Q[0] - Q[4]));
+  return {tokens, x, Q, K, V};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. Scores, step by step");
+// -----------------------------------------------------------------------------------------------
+
+// Returns the (bidirectional) weights, which step 4 reads again.
+Tensor step_2_scores() {
+  const Sentence sentence = quietly(step_1_qkv);
+  const std::vector<std::string>& tokens = sentence.tokens;
+  const Tensor Q = sentence.Q, K = sentence.K, V = sentence.V;
   say("How much should \"sat\" (query 2) read from \"cat\" (key 1)? Their dot product, the sum of\n"
       "the products of matching coordinates. By hand:");
   {
@@ -212,9 +218,12 @@ int run() {
       "attention sees a bag of tokens. Permuting the tokens permutes the rows of the output and\n"
       "changes nothing else.");
   SHOW(max_abs(weights[0] - weights[4]));
+  return weights;
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. Why divide by sqrt(d_k)");
+// -----------------------------------------------------------------------------------------------
+
+void step_3_scale() {
   say("For q and k with independent entries of mean 0 and variance 1, q . k is a sum of d_k\n"
       "products, each of variance 1: its variance is d_k, its typical size sqrt(d_k). Dividing by\n"
       "sqrt(d_k) brings the variance back to 1 whatever the head size. Without it, large heads\n"
@@ -254,9 +263,21 @@ int run() {
       "a tenth. The scale is 1/sqrt(d_k), not 1/d_k, because it is the typical size (the standard\n"
       "deviation), not the variance, that must stay put. F::scaled_dot_product_attention and\n"
       "F::attention_weights take another scale when asked (their scale argument).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. Causal against bidirectional");
+// -----------------------------------------------------------------------------------------------
+
+// What step 4 makes and later steps read again: the causal rule and the heatmap options.
+struct Causal {
+  Tensor i, j, allowed;
+  bool is_causal;
+  tt::viz::HeatmapOptions hopt;
+};
+
+Causal step_4_causal() {
+  const Sentence sentence = quietly(step_1_qkv);
+  const std::vector<std::string>& tokens = sentence.tokens;
+  const Tensor Q = sentence.Q, K = sentence.K, weights = quietly(step_2_scores);
   say("A model that predicts the next token must not read it. Causal attention lets query i read\n"
       "keys j <= i only: before softmax, the scores above the diagonal become -inf, and exp(-inf)\n"
       "= 0. The rule as a bool matrix, true where a query may attend:");
@@ -291,9 +312,21 @@ int run() {
   RUN(hopt.title = "causal attention");
   RUN(tt::viz::save_attention_heatmap(figure("causal.png"), causal, tokens, tokens, hopt));
   std::cout << "    wrote " << figure("bidirectional.png") << "\n    wrote " << figure("causal.png") << "\n";
+  return {i, j, allowed, is_causal, hopt};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Multi-head attention: split, attend, concatenate");
+// -----------------------------------------------------------------------------------------------
+
+// What step 5 makes and later steps read again: the input as a batch of one, and the heads.
+struct Heads {
+  Tensor xb, qh, kh, vh;
+};
+
+Heads step_5_multi_head() {
+  const Sentence sentence = quietly(step_1_qkv);
+  const std::vector<std::string>& tokens = sentence.tokens;
+  const Tensor x = sentence.x;
+  tt::viz::HeatmapOptions hopt = quietly(step_4_causal).hopt;
   say("One head computes one weighting per query. Multi-head attention runs H heads side by side,\n"
       "each on its own D = E / H slice of the projections, so each can look for something else;\n"
       "then one more Linear (out_proj) mixes the heads. The projections are E x E whatever H is, so\n"
@@ -341,9 +374,23 @@ int run() {
   say("A wrong merge is a common bug: reshaping [B, H, T, D] straight to [B, T, E] without the\n"
       "transpose interleaves tokens and heads. It has the right shape and wrong numbers:");
   SHOW(max_abs(F::linear(heads.reshape({1, 6, 8}), mha.out_proj->weight, mha.out_proj->bias) - y));
+  return {xb, qh, kh, vh};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. Masks: two opposite conventions, padding, empty rows");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_masks() {
+  const Sentence sentence = quietly(step_1_qkv);
+  const std::vector<std::string>& tokens = sentence.tokens;
+  const Causal c = quietly(step_4_causal);
+  const Tensor i = c.i, j = c.j, allowed = c.allowed;
+  const bool is_causal = c.is_causal;
+  const Heads heads = quietly(step_5_multi_head);
+  const Tensor xb = heads.xb, qh = heads.qh, kh = heads.kh, vh = heads.vh;
+  tt::manual_seed(12);  // step 1's table and step 5's layer, from their seeds (the first draws after them)
+  tt::nn::Embedding embed(5, 8);
+  tt::manual_seed(5);
+  tt::nn::MultiHeadAttention mha(8, 2);
   say("tinytorch follows PyTorch, whose two attention APIs read a bool mask in OPPOSITE ways:\n"
       "  * F::scaled_dot_product_attention(q, k, v, attn_mask): true = this query MAY attend to\n"
       "    this key (like the `allowed` matrix above);\n"
@@ -397,9 +444,17 @@ int run() {
   RUN(auto [y_left, w_left] = mha(left, left, left, left_args));
   print_table(w_left[0], {"<pad>", "the", "cat", "sat"}, {"<pad>", "the", "cat", "sat"});
   SHOW(y_left[0][0].detach());
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. Grouped-query attention and the KV cache, briefly");
+// -----------------------------------------------------------------------------------------------
+
+// Returns the grouped-query inputs, which step 10 reads again.
+struct Grouped {
+  Tensor q4, k2, v2;
+};
+
+Grouped step_7_gqa_kv_cache() {
+  const Tensor xb = quietly(step_5_multi_head).xb;  // which leaves the random stream where step 5 does
   say("When a model generates text, each new token's query reads the keys and values of all the\n"
       "tokens before it. Those are kept from step to step in a KV cache, and for long contexts the\n"
       "cache, not the weights, fills the memory. Grouped-query attention (GQA) keeps H query heads\n"
@@ -443,9 +498,15 @@ int run() {
       "would be 384. A 7B-parameter model with 32 layers, 32 heads of 128 and a 4096-token context\n"
       "needs 2 x 32 x 32 x 128 x 4096 x 2 bytes (float16) = 2 GiB of cache per sequence; with 8 kv\n"
       "heads, 512 MiB. Module 13 comes back to the cache.");
+  return {q4, k2, v2};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. The backward");
+// -----------------------------------------------------------------------------------------------
+
+void step_8_backward() {
+  // The random stream where step 7 leaves it (seed 5 in step 5, then 1,616 numbers drawn by step
+  // 5's layer and step 7's layers and inputs), so that the differences below are the same alone.
+  resume_random_stream(5, 1616);
   say("With S = scale Q K^T, P = softmax(S) and O = P V, and dO the gradient of the output:\n"
       "    dV = P^T dO                      (O is linear in V)\n"
       "    dP = dO V^T\n"
@@ -468,9 +529,11 @@ int run() {
   SHOW(max_abs(v1.grad() - P.t().matmul(dO)));
   SHOW(max_abs(q1.grad() - dS.matmul(k1.detach()) / std::sqrt(3.0)));
   SHOW(max_abs(k1.grad() - dS.t().matmul(q1.detach()) / std::sqrt(3.0)));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. The T^2 wall, measured");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_memory() {
   say("Everything above keeps a [T, T] matrix per head: the scores, the weights, and for training\n"
       "the weights saved for backward. Q, K and V grow like T; these grow like T^2. Measured with\n"
       "the allocator (tt::memory::stats: the peak of live tensor bytes above what was live before\n"
@@ -552,32 +615,60 @@ int run() {
                           popt);
   std::cout << ">>> tt::viz::save_line_plot(figure(\"memory.png\"), {theory, attn_w, math fwd, math f+b, flash}, popt);\n"
             << "    wrote " << figure("memory.png") << "\n";
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("10. Errors");
+// -----------------------------------------------------------------------------------------------
+
+void step_10_errors() {
+  const Sentence sentence = quietly(step_1_qkv);
+  const Tensor Q = sentence.Q, K = sentence.K;
+  const Grouped grouped = quietly(step_7_gqa_kv_cache);
+  const Tensor q4 = grouped.q4, k2 = grouped.k2, v2 = grouped.v2;
   say("Shapes are checked before any work, and the message names the rule and the shapes:");
   SHOW_ERROR(F::scaled_dot_product_attention(tt::randn({6, 4}), tt::randn({6, 3}), tt::randn({6, 4})));
   SHOW_ERROR(F::scaled_dot_product_attention(q4, k2, v2));  // 4 query heads, 2 key/value heads, no enable_gqa
   SHOW_ERROR(F::attention_weights(Q, K, tt::ones({5, 6}, tt::kBool)));
   SHOW_ERROR(tt::nn::MultiHeadAttention(8, 3));
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Figures: bidirectional.png, causal.png, heads.png and\n"
-               "memory.png in " << g_out_dir << ".\n"
-               "Next: modules/13_flash_attention, the same outputs without the T^2 memory.\n";
-  return 0;
 }
 
-// walkthrough_12 [DIR]: the figures go to DIR, by default walkthrough_12_figures beside the
-// executable (inside the build folder, which git ignores). An error the narration did not expect
-// ends the walkthrough with its message, not an abort.
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc > 1) {
-    g_out_dir = argv[1];
-  } else {
-    std::filesystem::path exe(argv[0]);
-    g_out_dir = (exe.has_parent_path() ? exe.parent_path() : std::filesystem::path(".")) / "walkthrough_12_figures";
-  }
-  g_out_dir = std::filesystem::absolute(g_out_dir).lexically_normal().string();
-  return run_guarded(run);
+  narrate::Walkthrough w;
+  w.name = "walkthrough_12";
+  std::filesystem::path exe(argv[0]);
+  g_out_dir = ((exe.has_parent_path() ? exe.parent_path() : std::filesystem::path(".")) / "walkthrough_12_figures").string();
+  w.usage = "[DIR]";
+  w.usage_help = "  DIR         where the PNG figures go (default: walkthrough_12_figures beside the executable)\n";
+  w.parse = [](int, char** argv, int i) {
+    if (argv[i][0] == '-') return 0;
+    g_out_dir = argv[i];
+    return 1;
+  };
+  w.begin = [] {
+    g_out_dir = std::filesystem::absolute(g_out_dir).lexically_normal().string();
+    std::cout << "Module 12 - attention: queries, keys and values; scores, scaling and softmax; causal and\n"
+                 "bidirectional maps; multi-head attention; masks and padding; GQA; the O(T^2) memory.\n";
+    std::cout.precision(5);
+    std::filesystem::create_directories(g_out_dir);
+    std::cout << "Figures go to " << g_out_dir << "\n";
+  };
+  w.steps = {
+      {"1", "Queries, keys and values from one input", step_1_qkv},
+      {"2", "Scores, step by step", step_2_scores},
+      {"3", "Why divide by sqrt(d_k)", step_3_scale},
+      {"4", "Causal against bidirectional", step_4_causal},
+      {"5", "Multi-head attention: split, attend, concatenate", step_5_multi_head},
+      {"6", "Masks: two opposite conventions, padding, empty rows", step_6_masks},
+      {"7", "Grouped-query attention and the KV cache, briefly", step_7_gqa_kv_cache},
+      {"8", "The backward", step_8_backward},
+      {"9", "The T^2 wall, measured", step_9_memory},
+      {"10", "Errors", step_10_errors},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs) << " s. Figures: bidirectional.png, causal.png, heads.png and\n"
+                 "memory.png in " << g_out_dir << ".\n"
+                 "Next: modules/13_flash_attention, the same outputs without the T^2 memory.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
 }
