@@ -8,7 +8,8 @@
 // Run it with `tools/tt walkthrough 13 [--quick] [--max-n N] [DIR]` (or
 // build-*/modules/walkthrough_13 ...): --quick ends the sweep at N = 4096, --max-n N at N; the
 // figure goes to DIR, by default a folder walkthrough_13_figures beside the executable. Each step
-// prints its code (after ">>>") and the result.
+// prints its code (after ">>>") and the result. Each numbered section is one function; `--step N`
+// reruns section N alone, `--list` lists them.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,7 +24,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -194,18 +195,14 @@ Cost measure(tt::SDPBackend backend, int64_t N, const Tensor& mask = {}, bool ca
   return c;
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 13 - flash attention: the online softmax, tiles of queries against tiles of keys,\n"
-               "recomputation in the backward, and attention whose memory grows like N, not N^2.\n";
-  std::cout.precision(5);
-  std::filesystem::create_directories(g_opts.out_dir);
-  std::cout << "Figures go to " << std::filesystem::absolute(g_opts.out_dir).string() << "\n";
+// Step 1's q, k and v at [1, 8, 2048, 64], which step 4 reads again.
+struct Qkv {
+  Tensor q, k, v;
+};
 
-  // -------------------------------------------------------------------------------------------
-  heading("1. The quadratic wall, recalled");
+Qkv step_1_quadratic_wall() {
   say("Module 12's kernels compute P = softmax(scale Q K^T) as a whole [N, N] matrix per head and keep\n"
       "it for the backward. Q, K and V grow like N; P grows like N^2. In bytes, for this module's\n"
       "shape [B, H, N, D] = [1, 8, N, 64] float32 (4 bytes a number):\n"
@@ -236,9 +233,12 @@ int run() {
       "one. Every output row is a weighted average of value rows, sum_j P_ij v_j, and a row of P\n"
       "needs its whole row of scores only for the softmax's max and sum. Section 2 computes both on\n"
       "the fly.");
+  return {q, k, v};
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. The online softmax");
+// -----------------------------------------------------------------------------------------------
+
+void step_2_online_softmax() {
   say("softmax(s)_j = exp(s_j - m) / l with m = max_j s_j (so that no exp overflows, module 03) and\n"
       "l = sum_j exp(s_j - m). Read the row in blocks and keep a running max m and a running sum l.\n"
       "When a block raises the max from m to m', every term already in l was exp(s_j - m) and should\n"
@@ -300,9 +300,11 @@ int run() {
       "m = max(m1, m2), l = l1 exp(m1 - m) + l2 exp(m2 - m), the same for acc. Merges can happen in\n"
       "any grouping, which is why any block size works (and why GPU kernels can even split one row\n"
       "over several workers and merge at the end).");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. Tiles: queries against keys, and what a causal mask skips");
+// -----------------------------------------------------------------------------------------------
+
+void step_3_tiles() {
   say("The flash kernel (tinytorch/backend/cpu/flash_attention.cpp) applies section 2 to a tile of\n"
       "kBlockQ = 128 query rows at once. For each tile of kBlockK = 256 keys: S = scale Q_i K_j^T\n"
       "(one small GEMM, [128, 256]), the running max, sum and alpha per row, then acc += P V_j\n"
@@ -412,9 +414,13 @@ int run() {
                tt::SdpaKernelGuard force(tt::SDPBackend::Flash);
                F::scaled_dot_product_attention(q3, k3, v3, {}, /*dropout_p=*/0.1);
              });
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. The backward: recompute P instead of storing it");
+// -----------------------------------------------------------------------------------------------
+
+void step_4_backward() {
+  const Qkv qkv = quietly(step_1_quadratic_wall);
+  const Tensor q = qkv.q, k = qkv.k, v = qkv.v;
   say("Module 12's backward, per head, with S = scale Q K^T, P = softmax(S), O = P V:\n"
       "    dV = P^T dO     dP = dO V^T     dS = P * (dP - rowsum(dP * P)) * scale\n"
       "    dQ = dS K       dK = dS^T Q\n"
@@ -459,9 +465,11 @@ int run() {
       "and the forward's two: 7 against 6, about 17% more arithmetic, bought with N^2 memory.\n"
       "On a GPU, reading P back from memory is slower than recomputing it, so the trade costs no\n"
       "time there either. On a CPU, section 5 measures it.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Why memory becomes linear, measured");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_linear_memory() {
   say("Forward + backward at [1, 8, N, 64] float32, causal, each kernel forced by SdpaKernelGuard,\n"
       "one run per cell. \"peak\" is the allocator's high-water mark of live tensor bytes\n"
       "(tt::memory::stats, reset_peak_stats) above what was live before: the output, what the\n"
@@ -565,53 +573,57 @@ int run() {
   say("The second peak carries the 64 MiB bias, N^2 again; and every tile is computed, then\n"
       "masked, so the skipped half comes back too. A key-padding mask [B, 1, 1, N] stays linear:\n"
       "it broadcasts, and nothing of size N^2 is made.");
-
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::cout << "\nDone in " << fmt("%.1f", secs) << " s. Next: modules/14_transformer, where the blocks built on\n"
-               "this attention become a small GPT.\n";
-  return 0;
-}
-
-namespace {
-
-void usage() {
-  std::cout << "usage: walkthrough_13 [--quick] [--max-n N] [DIR]\n"
-               "  --quick     end the memory sweep of section 5 at N = 4096 (instead of 16384)\n"
-               "  --max-n N   end it at N (at least 512; it doubles from 512)\n"
-               "  DIR         where the PNG goes (default: walkthrough_13_figures beside the executable)\n";
 }
 
 }  // namespace
 
-// walkthrough_13 [--quick] [--max-n N] [DIR]. An error the narration did not expect ends the
-// walkthrough with its message, not an abort.
 int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_13";
   std::filesystem::path exe(argv[0]);
   g_opts.out_dir = ((exe.has_parent_path() ? exe.parent_path() : std::filesystem::path(".")) / "walkthrough_13_figures").string();
-  for (int i = 1; i < argc; ++i) {
+  w.usage = "[--quick] [--max-n N] [DIR]";
+  w.usage_help =
+      "  --quick     end the memory sweep of section 5 at N = 4096 (instead of 16384)\n"
+      "  --max-n N   end it at N (at least 512; it doubles from 512)\n"
+      "  DIR         where the PNG goes (default: walkthrough_13_figures beside the executable)\n";
+  w.parse = [](int argc, char** argv, int i) {
     const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      usage();
-      return 0;
-    } else if (a == "--quick") {
+    if (a == "--quick") {
       g_opts.max_n = 4096;
-    } else if (a == "--max-n") {
+      return 1;
+    }
+    if (a == "--max-n") {
       char* end = nullptr;
       const long long v = i + 1 < argc ? std::strtoll(argv[i + 1], &end, 10) : 0;
       if (i + 1 >= argc || *argv[i + 1] == '\0' || *end != '\0' || v < 512) {
         std::cerr << "walkthrough_13: --max-n wants an integer >= 512\n";
-        usage();
-        return 2;
+        return -1;
       }
       g_opts.max_n = v;
-      ++i;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "walkthrough_13: unknown flag '" << a << "'\n";
-      usage();
       return 2;
-    } else {
-      g_opts.out_dir = a;
     }
-  }
-  return run_guarded(run);
+    if (a.empty() || a[0] == '-') return 0;
+    g_opts.out_dir = a;
+    return 1;
+  };
+  w.begin = [] {
+    std::cout << "Module 13 - flash attention: the online softmax, tiles of queries against tiles of keys,\n"
+                 "recomputation in the backward, and attention whose memory grows like N, not N^2.\n";
+    std::cout.precision(5);
+    std::filesystem::create_directories(g_opts.out_dir);
+    std::cout << "Figures go to " << std::filesystem::absolute(g_opts.out_dir).string() << "\n";
+  };
+  w.steps = {
+      {"1", "The quadratic wall, recalled", step_1_quadratic_wall},
+      {"2", "The online softmax", step_2_online_softmax},
+      {"3", "Tiles: queries against keys, and what a causal mask skips", step_3_tiles},
+      {"4", "The backward: recompute P instead of storing it", step_4_backward},
+      {"5", "Why memory becomes linear, measured", step_5_linear_memory},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.1f", secs) << " s. Next: modules/14_transformer, where the blocks built on\n"
+                 "this attention become a small GPT.\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
 }
