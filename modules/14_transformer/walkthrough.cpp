@@ -7,7 +7,8 @@
 // curve and the attention heads that learned to look at the mirrored position; generation,
 // greedy, with temperature and top-k; and the KV cache: the same tokens, its bytes, its speedup.
 // Run it with `tools/tt walkthrough 14` (or build-*/modules/walkthrough_14). Each step prints its
-// code (after ">>>") and the result.
+// code (after ">>>") and the result. Each numbered section is one function; `--step N` reruns
+// section N alone, `--list` lists them (8 and 9 train the milestone's GPT first).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,7 +22,7 @@
 
 #include "../narrate.h"
 
-using namespace narrate;  // heading, say, fmt, best_ms, and SHOW / RUN / SHOW_ERROR
+using namespace narrate;  // heading, say, fmt, best_ms, quietly, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
@@ -145,16 +146,9 @@ double exact_fraction(const Tensor& generated, const Tensor& answer) {
   return ((got == answer).to(tt::kInt64).sum({1}) == L).to(tt::kFloat64).mean().item<double>();
 }
 
-}  // namespace
+// -----------------------------------------------------------------------------------------------
 
-int run() {
-  auto t_start = std::chrono::steady_clock::now();
-  std::cout << "Module 14 - the transformer: the block, pre-norm, the GPT, its costs; milestone: a\n"
-               "tiny GPT that learns to reverse digits; then generation and the KV cache.\n";
-  std::cout.precision(5);
-
-  // -------------------------------------------------------------------------------------------
-  heading("1. A transformer block, shape by shape");
+void step_1_block() {
   say("A block is two residual branches around a stream x of shape [B, T, E]: attention, which\n"
       "mixes information between positions, then an MLP, which transforms each position on its\n"
       "own. Each branch reads a LayerNorm of the stream and adds its result back (pre-norm):\n"
@@ -211,9 +205,11 @@ int run() {
   say("attention: 4 E^2 + 4 E = 16,640; MLP: 8 E^2 + 5 E = 33,088; two LayerNorms: 4 E = 256.\n"
       "In all 12 E^2 + 13 E = 49,984: the MLP holds two thirds, and the E^2 terms are everything\n"
       "once E is in the hundreds.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("2. Pre-norm against post-norm");
+// -----------------------------------------------------------------------------------------------
+
+void step_2_pre_post_norm() {
   say("The original transformer (2017) put each LayerNorm after the residual add:\n"
       "    x = ln1(x + attn(x));   x = ln2(x + mlp(x))              post-norm\n"
       "GPT-2 and nearly every model since put it at the entrance of each branch (section 1),\n"
@@ -268,9 +264,13 @@ int run() {
       "needed a learning-rate warmup and small rates to train at all (Xiong et al. 2020 analyse\n"
       "why). Pre-norm trains at depth with little fuss, which is why GPT-2 and its successors use\n"
       "it. Module 11 measured the same effect with plain layers.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("3. The MLP and GELU");
+// -----------------------------------------------------------------------------------------------
+
+void step_3_mlp_gelu() {
+  tt::manual_seed(0);  // step 1's block, the first draw after its seed
+  nn::TransformerBlock block(64, 4);
   say("The MLP widens each position to 4 E, applies GELU, and projects back. GELU(x) = x * Phi(x),\n"
       "Phi the normal CDF: close to ReLU for |x| large, but smooth, and slightly negative for\n"
       "small negative x (its minimum is about -0.17, near x = -0.75).");
@@ -282,6 +282,9 @@ int run() {
       "positions: change the stream at position 5 and only position 5 of the MLP's output moves.\n"
       "Attention is the only place where positions meet.");
   {
+    // The random stream where step 2 leaves it (its last training run seeds 0 and builds a 4-block
+    // GPT, 548,096 numbers), so that the numbers below are the same when this step runs alone.
+    resume_random_stream(0, 548096);
     tt::NoGradGuard no_grad;
     auto mlp = [&](const Tensor& t) { return block.fc2->forward(tt::gelu(block.fc1->forward(t))); };
     Tensor s = tt::randn({1, 8, 64});
@@ -293,9 +296,17 @@ int run() {
     for (float v : mv) std::cout << fmt("%.3g", v) << " ";
     std::cout << "\n";
   }
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("4. The GPT: embeddings, blocks, a final norm and a tied head");
+// -----------------------------------------------------------------------------------------------
+
+// Step 4's GPT, built again for the steps that read it: the first draw after seed 0.
+std::unique_ptr<nn::GPT> step_4_gpt_again() {
+  tt::manual_seed(0);
+  return std::make_unique<nn::GPT>(nn::GPTOptions(11, 16).n_layer(2).n_embd(64).n_head(4));
+}
+
+void step_4_gpt() {
   say("A GPT turns token ids [B, T] into next-token logits [B, T, V]:\n"
       "    h = tok_emb(ids) + pos_emb(0 .. T-1)     [B, T, E]   token and learned position vectors\n"
       "    h = blocks(h)                             [B, T, E]   n_layer blocks, causal attention\n"
@@ -321,9 +332,13 @@ int run() {
       "into the same .grad. state_dict() saves both names, as PyTorch does. Here tying saves 704\n"
       "parameters; with GPT-2's 50,257 tokens and E = 768 it saves 38.6 million, 31% of the\n"
       "small GPT-2.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("5. Causality, checked");
+// -----------------------------------------------------------------------------------------------
+
+void step_5_causality() {
+  const std::unique_ptr<nn::GPT> gpt_again = step_4_gpt_again();
+  nn::GPT& gpt = *gpt_again;
   say("A language model trains on every position at once: position t predicts token t + 1 from\n"
       "tokens 0 .. t. That is only honest if position t cannot see later tokens. Change the token\n"
       "at position 10 and compare the logits at every position:");
@@ -344,9 +359,11 @@ int run() {
   say("Exactly 0 before position 10: not small, zero, because the masked scores never enter any\n"
       "sum. From position 10 on, every position sees the change. The suite checks the same for\n"
       "every position of a random sequence.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("6. What a token costs: FLOPs and tokens per second");
+// -----------------------------------------------------------------------------------------------
+
+void step_6_costs() {
   say("Each weight of a Linear is used once per token in one multiply-add: 2 FLOPs forward, and\n"
       "twice that backward (the gradient for the input and for the weight). So training costs\n"
       "about 6 N FLOPs per token, N the number of weights in matrix products. Attention adds\n"
@@ -401,9 +418,22 @@ int run() {
       "or, with several threads on a busy machine, threads waiting for each other. AdamW's update\n"
       "adds little: one pass over 100,000 parameters. Wider models spend a larger share of their\n"
       "time in large matrix products, and run closer to the machine's peak.");
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("7. The milestone: a tiny GPT learns to reverse 8 digits");
+// -----------------------------------------------------------------------------------------------
+
+// The milestone, which steps 8 and 9 read: the task, its held-out rows and the GPT trained on
+// them. Kept by step 7, or trained again (quietly) when step 7 did not run.
+struct Milestone {
+  std::unique_ptr<nn::GPT> gpt;
+  data::SequenceTask task;
+  data::SequenceBatch test;
+};
+std::unique_ptr<Milestone> g_milestone;
+
+void step_7_milestone() {
+  std::unique_ptr<nn::GPT> gpt_again = step_4_gpt_again();  // step 4's GPT, trained here
+  nn::GPT& gpt = *gpt_again;
   say("The task (tinytorch/data/sequence_tasks.h): a row of 8 random digits, '>', then the same\n"
       "digits reversed. The model reads the sequence without its last token and is scored only\n"
       "on the answer (targets -100 elsewhere: the prompt's digits are random, nothing could\n"
@@ -500,9 +530,21 @@ int run() {
   }
   say("Nobody told the model where to look. The mirrored position was found by gradient descent\n"
       "on the loss, through the learned position embeddings and the query-key products.");
+  g_milestone = std::make_unique<Milestone>(Milestone{std::move(gpt_again), task, test});
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("8. Generation: greedy, temperature, top-k");
+// -----------------------------------------------------------------------------------------------
+
+Milestone& milestone() {
+  if (!g_milestone) quietly(step_7_milestone);
+  return *g_milestone;
+}
+
+void step_8_generation() {
+  Milestone& m = milestone();
+  nn::GPT& gpt = *m.gpt;
+  const data::SequenceTask& task = m.task;
+  const data::SequenceBatch& test = m.test;
   say("generate(prompt, n) appends n tokens, one at a time: run the model, take the last\n"
       "position's logits, choose a token, append it, repeat. It switches to eval mode and\n"
       "NoGradGuard for the duration and restores the mode afterwards. Greedy takes the argmax:");
@@ -565,9 +607,14 @@ int run() {
   SHOW(task.decode(gpt.generate(prompts, 8, hot.generator(&g1)).select(0, 0)));
   SHOW(task.decode(gpt.generate(prompts, 8, hot.generator(&g2)).select(0, 0)));
   SHOW_ERROR(gpt.generate(prompts, 8, nn::GenerateOptions().temperature(0.0)));
+}
 
-  // -------------------------------------------------------------------------------------------
-  heading("9. The KV cache");
+// -----------------------------------------------------------------------------------------------
+
+void step_9_kv_cache() {
+  Milestone& m = milestone();
+  nn::GPT& gpt = *m.gpt;
+  const data::SequenceBatch& test = m.test;
   say("Without a cache, each new token runs the model over the whole sequence again: token t\n"
       "costs a forward of t positions, although the keys and values of positions 0 .. t-1 are\n"
       "exactly those of the previous step (causality: later tokens cannot change them). A\n"
@@ -623,13 +670,35 @@ int run() {
   say("Recomputing costs a sum over t of t positions, quadratic in the length; the cache makes\n"
       "each step one position: linear. The gap widens with the length. (The attention of the new\n"
       "query against t cached keys still grows with t, but it is a small part at this size.)");
-
-  double secs = seconds_since(t_start);
-  std::cout << "\nDone in " << fmt("%.2f", secs)
-            << " s. That is the course: every op, layer and loop of this GPT is code you have read\n"
-               "(and, in exercise mode, written).\n";
-  return 0;
 }
 
-// An error the narration did not expect ends the walkthrough with its message, not an abort.
-int main() { return run_guarded(run); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  narrate::Walkthrough w;
+  w.name = "walkthrough_14";
+  w.begin = [] {
+    std::cout << "Module 14 - the transformer: the block, pre-norm, the GPT, its costs; milestone: a\n"
+                 "tiny GPT that learns to reverse digits; then generation and the KV cache.\n";
+    std::cout.precision(5);
+  };
+  w.steps = {
+      {"1", "A transformer block, shape by shape", step_1_block},
+      {"2", "Pre-norm against post-norm", step_2_pre_post_norm},
+      {"3", "The MLP and GELU", step_3_mlp_gelu},
+      {"4", "The GPT: embeddings, blocks, a final norm and a tied head", step_4_gpt},
+      {"5", "Causality, checked", step_5_causality},
+      {"6", "What a token costs: FLOPs and tokens per second", step_6_costs},
+      {"7", "The milestone: a tiny GPT learns to reverse 8 digits", step_7_milestone},
+      {"8", "Generation: greedy, temperature, top-k", step_8_generation},
+      {"9", "The KV cache", step_9_kv_cache},
+  };
+  w.end = [](double secs) {
+    std::cout << "\nDone in " << fmt("%.2f", secs)
+              << " s. That is the course: every op, layer and loop of this GPT is code you have read\n"
+                 "(and, in exercise mode, written).\n";
+  };
+  return narrate::run_walkthrough(argc, argv, w);
+}
+
+
