@@ -53,8 +53,8 @@ constexpr uint8_t kSaveIn = kSaveA;  // a unary op's input
   X(Abs, abs, "AbsBackward0", NoBool, Real, kSaveIn, "", where(in > 0, g, where(in < 0, neg(g), zeros_like(g))))  \
   X(Sin, sin, "SinBackward0", Floating, Real, kSaveIn, "", mul(g, cos(in)))                                       \
   X(Cos, cos, "CosBackward0", Floating, Real, kSaveIn, "", neg(mul(g, sin(in))))                                  \
-  X(Tanh, tanh, "TanhBackward0", Floating, Real, kSaveOut, "", mul(g, one_minus(mul(out, out)))   )                    \
-  X(Sigmoid, sigmoid, "SigmoidBackward0", Floating, Real, kSaveOut, "", mul(g, mul(out, one_minus(out)))   )           \
+  X(Tanh, tanh, "TanhBackward0", Floating, Real, kSaveOut, "", mul(g, one_minus(mul(out, out))))                 \
+  X(Sigmoid, sigmoid, "SigmoidBackward0", Floating, Real, kSaveOut, "", mul(g, mul(out, one_minus(out))))        \
   X(Relu, relu, "ReluBackward0", NoBool, Real, kSaveOut, "", where(out > 0, g, zeros_like(g)))
 
 // --- binary elementwise ops ---------------------------------------------------------------------

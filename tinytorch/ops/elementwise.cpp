@@ -36,7 +36,7 @@ Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b) {
   if (!a_scalar && !b_scalar) detail::check_same_device(name, {&a, &b});
   if (op == BinaryOp::Sub) detail::check_sub_dtypes(a.dtype(), b.dtype());
   ScalarType common = result_type(a, b);
-  if (op == BinaryOp::Div && !is_floating_point(common)) common = kFloat32;
+  if (binary_info(op).kind == BinaryKind::TrueDiv && !is_floating_point(common)) common = kFloat32;
   Tensor ac = to_dtype(a, common), bc = to_dtype(b, common);
   Shape shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
   Device dev = a_scalar ? b.device() : a.device();
@@ -51,7 +51,7 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b);
 Tensor binary_scalar(BinaryOp op, const Tensor& a, Scalar b) {
   if (op == BinaryOp::Sub) detail::check_sub_dtypes(a.dtype(), b.kind());
   ScalarType common = result_type(a, b);
-  if (op == BinaryOp::Div && !is_floating_point(common)) common = kFloat32;
+  if (binary_info(op).kind == BinaryKind::TrueDiv && !is_floating_point(common)) common = kFloat32;
   TT_CHECK_DTYPE(!(op == BinaryOp::Pow && !is_floating_point(common) && !b.is_floating_point() &&
                    b.to<int64_t>() < 0),
                  "pow: integers to negative integer powers are not allowed, got a ", a.dtype(),
@@ -317,7 +317,7 @@ Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other) {
   const char* name = op_name(op);
   if (op == BinaryOp::Sub) check_sub_dtypes(self.dtype(), other.dtype());
   ScalarType rt = result_type(self, other);
-  if (op == BinaryOp::Div && !is_floating_point(rt)) rt = kFloat32;
+  if (binary_info(op).kind == BinaryKind::TrueDiv && !is_floating_point(rt)) rt = kFloat32;
   TT_CHECK_DTYPE(can_cast(rt, self.dtype()), name, "_: result type ", rt,
                  " can't be cast to the desired output type ", self.dtype());
   bool other_scalar = other.dim() == 0 && other.device().is_cpu();
@@ -337,7 +337,7 @@ Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other) {
 Tensor& binary_inplace(BinaryOp op, Tensor& self, Scalar other) {
   if (op == BinaryOp::Sub) check_sub_dtypes(self.dtype(), other.kind());
   ScalarType rt = result_type(self, other);
-  if (op == BinaryOp::Div && !is_floating_point(rt)) rt = kFloat32;
+  if (binary_info(op).kind == BinaryKind::TrueDiv && !is_floating_point(rt)) rt = kFloat32;
   TT_CHECK_DTYPE(can_cast(rt, self.dtype()), op_name(op), "_: result type ", rt,
                  " can't be cast to the desired output type ", self.dtype());
   check_writable(self, op_name(op));
