@@ -63,7 +63,7 @@ TEST_CASE("device checks: cat, stack and the index ops", "[ops][device]") {
   REQUIRE_THROWS_WITH(cat({cpu, gpu}), mixed("cat"));
   REQUIRE_THROWS_WITH(cat({gpu, cpu}, 1), mixed("cat"));
   REQUIRE_THROWS_WITH(cat({cpu, zeros({0}), gpu}), mixed("cat"));
-  REQUIRE_THROWS_WITH(stack({cpu, gpu}), mixed("cat"));
+  REQUIRE_THROWS_WITH(stack({cpu, gpu}), mixed("stack"));
   REQUIRE_THROWS_WITH(index_select(cpu, 0, fake_cuda({1}, kInt64)), mixed("index_select"));
   REQUIRE_THROWS_WITH(index_select(gpu, 0, tensor({0})), mixed("index_select"));
   REQUIRE_THROWS_WITH(gather(cpu, 0, fake_cuda({1, 2}, kInt64)), mixed("gather"));

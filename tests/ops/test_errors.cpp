@@ -143,7 +143,7 @@ TEST_CASE("errors: tensors on different devices", "[ops][errors]") {
   REQUIRE_THROWS_WITH(cpu.matmul(gpu), Contains("matmul") && mixed);
   REQUIRE_THROWS_WITH(mm(cpu, gpu), Contains("mm") && mixed);
   REQUIRE_THROWS_WITH(cat({cpu, gpu}), Contains("cat") && mixed);
-  REQUIRE_THROWS_WITH(stack({cpu, gpu}), Contains("cat") && mixed);
+  REQUIRE_THROWS_WITH(stack({cpu, gpu}), Contains("stack") && mixed);
   REQUIRE_THROWS_WITH(where(cpu > 0, cpu, gpu), Contains("where") && mixed);
   REQUIRE_THROWS_WITH(cpu.index_select(0, fake_cuda({1}, kInt64)), Contains("index_select") && mixed);
   REQUIRE_THROWS_WITH(cpu.gather(0, fake_cuda({1, 2}, kInt64)), Contains("gather") && mixed);

@@ -25,6 +25,8 @@ class CpuCachingAllocator final : public Allocator {
 
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
+    // Storages are at most INT64_MAX bytes (Note [checked sizes]), so rounding up cannot wrap.
+    TT_CHECK(nbytes <= size_t(INT64_MAX), "allocate: ", nbytes, " bytes is more than a storage can hold (2^63 - 1)");
     size_t size = round_up(nbytes);
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.num_allocs;

@@ -92,6 +92,8 @@ bool BlockPool::should_split(const Block* block, size_t size) const {
 
 void* BlockPool::allocate(size_t nbytes) {
   if (nbytes == 0) return nullptr;
+  // Storages are at most INT64_MAX bytes (Note [checked sizes]), so the rounding cannot wrap.
+  TT_CHECK(nbytes <= size_t(INT64_MAX), "allocate: ", nbytes, " bytes is more than a storage can hold (2^63 - 1)");
   size_t size = round_size(nbytes);
   bool small = size <= kSmallSize;
   std::lock_guard<std::mutex> lock(mu_);

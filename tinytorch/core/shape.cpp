@@ -53,7 +53,10 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t acc = 1;
   for (int i = shape.size() - 1; i >= 0; --i) {
     st[i] = acc;
-    acc *= shape[i] > 0 ? shape[i] : 1;
+    // A size of 0 counts as 1, as in PyTorch. The product then fits in int64 for every tensor with
+    // elements (Note [checked sizes]); for an empty one ([0, 2^62, 4]) it may not, and since no
+    // element is ever addressed it saturates instead of wrapping into a negative stride.
+    if (__builtin_mul_overflow(acc, shape[i] > 0 ? shape[i] : 1, &acc)) acc = INT64_MAX;
   }
   return st;
 }

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "tinytorch/core/checked.h"
 #include "tinytorch/nn/init.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/embedding.h"
@@ -20,8 +22,10 @@ namespace tt::nn {
 namespace {
 void check_window(int64_t seq_len, int64_t offset, int64_t max_len, const char* who) {
   TT_CHECK(seq_len >= 0 && offset >= 0, who, ": seq_len and offset must be >= 0, got ", seq_len, " and ", offset);
-  TT_CHECK_INDEX(offset + seq_len <= max_len, who, ": positions ", offset, " .. ", offset + seq_len - 1,
-                 " do not fit in a table of max_len = ", max_len, " (seq_len ", seq_len, ", offset ", offset, ")");
+  // offset <= max_len - seq_len, not offset + seq_len <= max_len: the sum may overflow.
+  TT_CHECK_INDEX(seq_len <= max_len && offset <= max_len - seq_len, who, ": positions from ", offset, " (",
+                 seq_len, " of them) do not fit in a table of max_len = ", max_len, " (seq_len ", seq_len,
+                 ", offset ", offset, ")");
 }
 }  // namespace
 
@@ -108,34 +112,53 @@ RotaryEmbedding::RotaryEmbedding(const RotaryOptions& options) : options(options
   TT_CHECK(options.base() > 0, "nn::RotaryEmbedding: base must be > 0, got ", options.base());
 }
 
-void RotaryEmbedding::ensure_cache(int64_t len, ScalarType dtype, Device device) const {
-  if (cos_cached_.defined() && cos_cached_.size(0) >= len && cos_cached_.dtype() == dtype &&
-      cos_cached_.device() == device)
-    return;
-  int64_t L = std::max<int64_t>(len, cos_cached_.defined() ? 2 * cos_cached_.size(0) : 16);
-  const int64_t D = options.head_dim();
-  std::vector<double> c(size_t(L * D)), s(size_t(L * D));
+namespace {
+// cos and sin of positions first .. first + L - 1: {cos, sin}, each float64 [L, D]. The tables are
+// tensors, not vectors, so a window too large to hold is a tt::Error from the allocator.
+std::pair<Tensor, Tensor> rotary_table(int64_t first, int64_t L, int64_t D, double base) {
+  Tensor cos = detail::empty({L, D}, kFloat64, "nn::RotaryEmbedding"), sin = empty_like(cos);
+  double* c = cos.data_ptr<double>();
+  double* s = sin.data_ptr<double>();
   // TT_EXERCISE_BEGIN(10)
   const int64_t half = D / 2;
   for (int64_t t = 0; t < L; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      double angle = double(t) * std::pow(options.base(), -2.0 * double(i) / double(D));  // t·θ_i
-      c[size_t(t * D + i)] = c[size_t(t * D + i + half)] = std::cos(angle);
-      s[size_t(t * D + i)] = s[size_t(t * D + i + half)] = std::sin(angle);
+      double angle = double(first + t) * std::pow(base, -2.0 * double(i) / double(D));  // t·θ_i
+      c[t * D + i] = c[t * D + i + half] = std::cos(angle);
+      s[t * D + i] = s[t * D + i + half] = std::sin(angle);
     }
   // TT_EXERCISE_END
-  TensorOptions to = TensorOptions().dtype(dtype).device(device);
-  cos_cached_ = tensor(c, {L, D}).to(to);
-  sin_cached_ = tensor(s, {L, D}).to(to);
+  return {cos, sin};
 }
 
+std::pair<Tensor, Tensor> rotary_tensors(int64_t first, int64_t L, int64_t D, double base, const TensorOptions& to) {
+  auto [c, s] = rotary_table(first, L, D, base);
+  return {c.to(to), s.to(to)};
+}
+}  // namespace
+
+// The cache covers positions [0, L) and grows by doubling, up to kMaxCachedPositions; a window
+// reaching past that (a huge offset) gets its own rows, computed for it alone, so memory follows
+// seq_len and not the position. The lock makes cos_sin safe to call from several threads on one
+// shared module (Note [threads] in autograd/engine.cpp): each caller gets tensors that stay valid
+// whatever another caller does to the cache afterwards.
 std::pair<Tensor, Tensor> RotaryEmbedding::cos_sin(int64_t seq_len, int64_t offset, ScalarType dtype,
                                                    Device device) const {
   TT_CHECK(seq_len >= 0 && offset >= 0, "nn::RotaryEmbedding: seq_len and offset must be >= 0, got ", seq_len,
            " and ", offset);
   TT_CHECK_DTYPE(is_floating_point(dtype), "nn::RotaryEmbedding: expected a floating-point dtype, got ", dtype);
-  ensure_cache(offset + seq_len, dtype, device);
-  return {slice(cos_cached_, 0, offset, offset + seq_len), slice(sin_cached_, 0, offset, offset + seq_len)};
+  const int64_t end = checked_add(offset, seq_len, "nn::RotaryEmbedding"), D = options.head_dim();
+  TensorOptions to = TensorOptions().dtype(dtype).device(device);
+  if (end > kMaxCachedPositions) return rotary_tensors(offset, seq_len, D, options.base(), to);
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  bool hit = cos_cached_.defined() && cos_cached_.size(0) >= end && cos_cached_.dtype() == dtype &&
+             cos_cached_.device() == device;
+  if (!hit) {
+    int64_t L = std::max<int64_t>(end, cos_cached_.defined() ? 2 * cos_cached_.size(0) : 16);
+    std::tie(cos_cached_, sin_cached_) =
+        rotary_tensors(0, std::min(L, kMaxCachedPositions), D, options.base(), to);
+  }
+  return {slice(cos_cached_, 0, offset, end), slice(sin_cached_, 0, offset, end)};
 }
 
 namespace {

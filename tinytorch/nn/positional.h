@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <utility>
 
 #include "tinytorch/nn/module.h"
@@ -112,7 +113,9 @@ class RotaryEmbedding : public Module {
   RotaryOptions options;
 
  private:
-  void ensure_cache(int64_t len, ScalarType dtype, Device device) const;
+  // Positions cached at most; a window past them is computed alone (cos_sin).
+  static constexpr int64_t kMaxCachedPositions = int64_t(1) << 16;
+  mutable std::mutex cache_mu_;
   mutable Tensor cos_cached_, sin_cached_;  // [L, D] in the dtype and on the device last asked for
 };
 

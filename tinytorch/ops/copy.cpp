@@ -3,6 +3,7 @@
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/core/checked.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/inplace.h"
@@ -33,6 +34,9 @@ void check_same_device(const char* op, std::initializer_list<const Tensor*> tens
   check_devices_in(op, tensors.begin(), tensors.end(), [](const Tensor* t) { return t; });
 }
 void check_same_device(const char* op, const std::vector<Tensor>& tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i)
+    TT_CHECK(tensors[i].defined(), op, ": expected a defined tensor as element ", i,
+             " of the list, got an undefined (default-constructed) one");
   check_devices_in(op, tensors.begin(), tensors.end(), [](const Tensor& t) { return &t; });
 }
 
@@ -150,6 +154,7 @@ Tensor& copy_(Tensor& dst, const Tensor& src) {
 
 Tensor& fill_(Tensor& t, Scalar value) {
   detail::check_writable(t, "fill_");
+  check_scalar_fits(value, t.dtype(), "fill_");
   if (detail::inplace_needs_history(t, {}))  // the old values get a zero gradient
     return detail::adopt_result(t, add(mul(clone(t), 0), value), "fill_");
   backend_for(t.device()).fill(t, value);

@@ -21,6 +21,7 @@ namespace detail {
 // throws DeviceError "matmul: expected all tensors on the same device, got cuda:0 and cpu" unless
 // every defined tensor is on the device of the first defined one (undefined ones are skipped).
 void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors);
+// A list argument (cat, stack): every element must be defined, and all on one device.
 void check_same_device(const char* op, const std::vector<Tensor>& tensors);
 // Throws unless writing to every element of t touches distinct memory (no expanded dims).
 void check_writable(const Tensor& t, const char* op);

@@ -26,8 +26,14 @@ ScalarType combine(ScalarType dim_type, ScalarType other, bool other_is_scalar_v
   return promote_types(dim_type, other);
 }
 
-// A one-element CPU tensor holding a scalar operand (see Backend::binary).
-Tensor wrapped_scalar(Scalar s, ScalarType dtype) { return full({}, s, TensorOptions(dtype)); }
+// A one-element CPU tensor holding a scalar operand (see Backend::binary). Unlike full(), no range
+// check: `t + 1e40` on a float32 tensor gives inf, as in PyTorch; an integer dtype here only ever
+// receives an integer or bool scalar (result_type and can_cast see to that).
+Tensor wrapped_scalar(Scalar s, ScalarType dtype) {
+  Tensor t = empty({}, TensorOptions(dtype));
+  backend_for(kCPU).fill(t, s);
+  return t;
+}
 
 Tensor binary_kernel(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = op_name(op);

@@ -5,11 +5,21 @@
 #include <cstring>
 
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/core/checked.h"
 
 namespace tt {
 
 namespace detail {
-Tensor make_tensor(Storage storage, int64_t offset, const Shape& shape, const Shape& strides, ScalarType dtype) {
+Tensor make_tensor(Storage storage, int64_t offset, const Shape& shape, const Shape& strides, ScalarType dtype,
+                   const char* op) {
+  int64_t extent = checked_extent(shape, strides, op);
+  if (extent > 0) {
+    TT_CHECK_SHAPE(storage != nullptr && offset >= 0, op, ": a tensor of sizes ", shape, " needs a storage");
+    int64_t item = int64_t(element_size(dtype)), end = checked_add(offset, extent, op);
+    TT_CHECK_SHAPE(end <= int64_t(storage->nbytes) / item, op, ": sizes ", shape, ", strides ", strides,
+                   " and offset ", offset, " reach element ", end - 1, " of a storage of ",
+                   int64_t(storage->nbytes) / item, " elements");
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(storage);
   impl->offset = offset;
@@ -21,10 +31,6 @@ Tensor make_tensor(Storage storage, int64_t offset, const Shape& shape, const Sh
 }  // namespace detail
 
 namespace {
-void check_shape(const Shape& shape, const char* op) {
-  for (int64_t d : shape)
-    TT_CHECK_SHAPE(d >= 0, op, ": sizes must be non-negative, got ", shape);
-}
 Tensor finish(Tensor t, const TensorOptions& opts) {
   if (opts.requires_grad()) {
     TT_CHECK_DTYPE(t.is_floating_point(), "requires_grad: only floating-point tensors can require "
@@ -36,19 +42,29 @@ Tensor finish(Tensor t, const TensorOptions& opts) {
 }  // namespace
 
 Tensor empty(const Shape& shape, const TensorOptions& opts) {
-  check_shape(shape, "empty");
-  int64_t n = numel_of(shape);
-  auto storage = std::make_shared<StorageImpl>(size_t(n) * element_size(opts.dtype()), opts.device());
-  return finish(detail::make_tensor(std::move(storage), 0, shape, contiguous_strides(shape), opts.dtype()), opts);
+  return detail::empty(shape, opts, "empty");
 }
 
-Tensor full(const Shape& shape, Scalar value, const TensorOptions& opts) {
-  Tensor t = empty(shape, opts.requires_grad(false));
+namespace detail {
+Tensor empty(const Shape& shape, const TensorOptions& opts, const char* op) {
+  size_t nbytes = checked_nbytes(shape, element_size(opts.dtype()), op);
+  auto storage = std::make_shared<StorageImpl>(nbytes, opts.device());
+  return finish(make_tensor(std::move(storage), 0, shape, contiguous_strides(shape), opts.dtype(), op), opts);
+}
+}  // namespace detail
+
+namespace {
+Tensor filled(const Shape& shape, Scalar value, const TensorOptions& opts, const char* op) {
+  check_scalar_fits(value, opts.dtype(), op);
+  Tensor t = detail::empty(shape, opts.requires_grad(false), op);
   backend_for(t.device()).fill(t, value);
   return finish(t, opts);
 }
-Tensor zeros(const Shape& shape, const TensorOptions& opts) { return full(shape, 0, opts); }
-Tensor ones(const Shape& shape, const TensorOptions& opts) { return full(shape, 1, opts); }
+}  // namespace
+
+Tensor full(const Shape& shape, Scalar value, const TensorOptions& opts) { return filled(shape, value, opts, "full"); }
+Tensor zeros(const Shape& shape, const TensorOptions& opts) { return filled(shape, 0, opts, "zeros"); }
+Tensor ones(const Shape& shape, const TensorOptions& opts) { return filled(shape, 1, opts, "ones"); }
 Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.options()); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.options()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.options()); }
@@ -63,8 +79,8 @@ Tensor arange(Scalar start, Scalar end, Scalar step, const TensorOptions& opts) 
   TT_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
            "arange: upper bound and larger bound inconsistent with step sign, got start=", s,
            ", end=", e, ", step=", st);
-  int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
-  Tensor cpu = empty({n}, opts.device(kCPU).requires_grad(false));
+  int64_t n = checked_count(std::ceil((e - s) / st), "arange");
+  Tensor cpu = detail::empty({n}, opts.device(kCPU).requires_grad(false), "arange");
   backend_for(cpu.device()).arange(cpu, s, st);
   return finish(opts.device().is_cpu() ? cpu : cpu.to(opts.device()), opts);
 }
@@ -77,7 +93,7 @@ Tensor arange(Scalar end) { return arange(0, end, 1); }
 
 Tensor linspace(double start, double end, int64_t steps, const TensorOptions& opts) {
   TT_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-  Tensor cpu = empty({steps}, opts.device(kCPU).requires_grad(false));
+  Tensor cpu = detail::empty({steps}, opts.device(kCPU).requires_grad(false), "linspace");
   double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
   TT_DISPATCH_NUMERIC(cpu.dtype(), "linspace", [&] {
     scalar_t* p = cpu.data_ptr<scalar_t>();
@@ -92,10 +108,11 @@ Tensor linspace(double start, double end, int64_t steps, const TensorOptions& op
 
 Tensor eye(int64_t n, int64_t m, const TensorOptions& opts) {
   TT_CHECK(n >= 0 && m >= 0, "eye: sizes must be non-negative, got n=", n, ", m=", m);
-  Tensor t = zeros({n, m}, opts.requires_grad(false));
+  Tensor t = detail::empty({n, m}, opts.requires_grad(false), "eye");
+  backend_for(t.device()).fill(t, 0);
   int64_t k = n < m ? n : m;
-  // The diagonal is a strided view with stride m + 1.
-  Tensor diag = detail::make_tensor(t.storage(), 0, {k}, {m + 1}, t.dtype());
+  // The diagonal is a strided view with stride m + 1 (k > 0 means n * m fit, so m + 1 does too).
+  Tensor diag = detail::make_tensor(t.storage(), 0, {k}, {k > 0 ? m + 1 : 1}, t.dtype(), "eye");
   backend_for(t.device()).fill(diag, 1);
   return finish(t, opts);
 }
@@ -103,7 +120,7 @@ Tensor eye(int64_t n, const TensorOptions& opts) { return eye(n, n, opts); }
 
 Tensor rand(const Shape& shape, const TensorOptions& opts, Generator* gen) {
   TT_CHECK_DTYPE(is_floating_point(opts.dtype()), "rand: expected a floating-point dtype, got ", opts.dtype());
-  Tensor t = empty(shape, opts.requires_grad(false));
+  Tensor t = detail::empty(shape, opts.requires_grad(false), "rand");
   Generator& g = gen ? *gen : default_generator();
   uint64_t seed = g.seed(), offset = g.take(uint64_t(t.numel()));
   backend_for(t.device()).uniform(t, 0.0, 1.0, seed, offset);
@@ -112,7 +129,7 @@ Tensor rand(const Shape& shape, const TensorOptions& opts, Generator* gen) {
 
 Tensor randn(const Shape& shape, const TensorOptions& opts, Generator* gen) {
   TT_CHECK_DTYPE(is_floating_point(opts.dtype()), "randn: expected a floating-point dtype, got ", opts.dtype());
-  Tensor t = empty(shape, opts.requires_grad(false));
+  Tensor t = detail::empty(shape, opts.requires_grad(false), "randn");
   Generator& g = gen ? *gen : default_generator();
   uint64_t seed = g.seed(), offset = g.take(uint64_t(t.numel()));
   backend_for(t.device()).normal(t, 0.0, 1.0, seed, offset);
@@ -122,7 +139,7 @@ Tensor randn(const Shape& shape, const TensorOptions& opts, Generator* gen) {
 Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& opts, Generator* gen) {
   TT_CHECK(low < high, "randint: expected low < high, got low=", low, ", high=", high);
   TT_CHECK_DTYPE(opts.dtype() != kBool, "randint: bool is not a valid dtype for randint");
-  Tensor t = empty(shape, opts);
+  Tensor t = detail::empty(shape, opts, "randint");
   Generator& g = gen ? *gen : default_generator();
   uint64_t seed = g.seed(), offset = g.take(uint64_t(t.numel()));
   backend_for(t.device()).randint(t, low, high, seed, offset);
@@ -132,10 +149,16 @@ Tensor randint(int64_t high, const Shape& shape, const TensorOptions& opts, Gene
   return randint(0, high, shape, opts, gen);
 }
 
+namespace {
+void check_value_count(const Shape& shape, size_t count) {
+  int64_t n = checked_numel(shape, "tensor");
+  TT_CHECK_SHAPE(uint64_t(n) == count, "tensor: shape ", shape, " needs ", n, " values, got ", count);
+}
+}  // namespace
+
 template <typename T>
 Tensor tensor(const std::vector<T>& values, const Shape& shape, const TensorOptions& opts) {
-  TT_CHECK_SHAPE(numel_of(shape) == int64_t(values.size()), "tensor: shape ", shape, " needs ",
-                 numel_of(shape), " values, got ", values.size());
+  check_value_count(shape, values.size());
   Tensor cpu = empty(shape, TensorOptions(dtype_of<T>::value));
   if (!values.empty()) std::copy(values.begin(), values.end(), cpu.data_ptr<T>());
   return finish(cpu.to(opts.dtype()).to(opts.device()), opts);
@@ -147,8 +170,7 @@ template Tensor tensor(const std::vector<int64_t>&, const Shape&, const TensorOp
 // std::vector<bool> is packed, so bool data goes through a byte vector.
 template <>
 Tensor tensor(const std::vector<bool>& values, const Shape& shape, const TensorOptions& opts) {
-  TT_CHECK_SHAPE(numel_of(shape) == int64_t(values.size()), "tensor: shape ", shape, " needs ",
-                 numel_of(shape), " values, got ", values.size());
+  check_value_count(shape, values.size());
   Tensor cpu = empty(shape, TensorOptions(kBool));
   bool* p = cpu.data_ptr<bool>();
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
@@ -192,24 +214,21 @@ Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, const Tens
 }
 
 Tensor from_blob(void* data, const Shape& shape, const Shape& strides, const TensorOptions& opts) {
-  check_shape(shape, "from_blob");
-  TT_CHECK_SHAPE(strides.size() == shape.size(), "from_blob: expected one stride per dimension, got sizes ",
-                 shape, " and strides ", strides);
-  // Elements spanned: 1 + sum((size - 1) * stride), or none at all when a size is 0.
-  int64_t extent = numel_of(shape) == 0 ? 0 : 1;
-  for (int i = 0; extent > 0 && i < shape.size(); ++i) extent += (shape[i] - 1) * strides[i];
-  auto storage = std::make_shared<StorageImpl>(data, size_t(extent) * element_size(opts.dtype()),
-                                               opts.device(), nullptr);
-  return finish(detail::make_tensor(std::move(storage), 0, shape, strides, opts.dtype()), opts);
+  // The storage covers the elements the layout spans; negative strides are refused there (the
+  // in-place overlap check and every kernel assume none), as are sizes that overflow.
+  int64_t extent = checked_extent(shape, strides, "from_blob");
+  size_t nbytes = checked_nbytes({extent}, element_size(opts.dtype()), "from_blob");
+  auto storage = std::make_shared<StorageImpl>(data, nbytes, opts.device(), nullptr);
+  return finish(detail::make_tensor(std::move(storage), 0, shape, strides, opts.dtype(), "from_blob"), opts);
 }
 Tensor from_blob(void* data, const Shape& shape, const TensorOptions& opts) {
   return from_blob(data, shape, contiguous_strides(shape), opts);
 }
 Tensor from_blob(void* data, const Shape& shape, std::function<void(void*)> deleter, const TensorOptions& opts) {
-  check_shape(shape, "from_blob");
-  auto storage = std::make_shared<StorageImpl>(data, size_t(numel_of(shape)) * element_size(opts.dtype()),
-                                               opts.device(), std::move(deleter));
-  return finish(detail::make_tensor(std::move(storage), 0, shape, contiguous_strides(shape), opts.dtype()), opts);
+  size_t nbytes = checked_nbytes(shape, element_size(opts.dtype()), "from_blob");
+  auto storage = std::make_shared<StorageImpl>(data, nbytes, opts.device(), std::move(deleter));
+  return finish(detail::make_tensor(std::move(storage), 0, shape, contiguous_strides(shape), opts.dtype(), "from_blob"),
+                opts);
 }
 
 }  // namespace tt

@@ -64,8 +64,13 @@ Tensor from_blob(void* data, const Shape& shape, std::function<void(void*)> dele
                  const TensorOptions& opts = {});
 
 namespace detail {
-// A new tensor viewing `storage` (used by views and factories).
-Tensor make_tensor(Storage storage, int64_t offset, const Shape& shape, const Shape& strides, ScalarType dtype);
+// A new tensor viewing `storage` (used by views and factories). Every tensor is made here, so its
+// layout is checked here once (Note [checked sizes]): sizes >= 0, numel inside int64, strides >= 0,
+// and offset + extent inside the storage. `op` names the caller in the ShapeError.
+Tensor make_tensor(Storage storage, int64_t offset, const Shape& shape, const Shape& strides, ScalarType dtype,
+                   const char* op = "make_tensor");
+// empty() with `op` named in its errors: the factories built on it say which one failed.
+Tensor empty(const Shape& shape, const TensorOptions& opts, const char* op);
 }  // namespace detail
 
 }  // namespace tt

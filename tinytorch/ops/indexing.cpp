@@ -3,6 +3,7 @@
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/core/checked.h"
 #include "tinytorch/ops/inplace.h"
 #include "tinytorch/ops/join.h"
 #include "tinytorch/ops/view.h"
@@ -149,6 +150,7 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value) {
   Shape b = broadcast_shapes(t.shape(), mask.shape(), "masked_fill");
   TT_CHECK_SHAPE(b == t.shape(), "masked_fill: mask of shape ", mask.shape(),
                  " must broadcast to the input's shape ", t.shape());
+  check_scalar_fits(value, t.dtype(), "masked_fill");
   return where(mask, full({}, value, t.options()), t);
 }
 

@@ -3,6 +3,7 @@
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/core/checked.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/view.h"
@@ -55,7 +56,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
       TT_CHECK_SHAPE(k == d || t.size(k) == ref.size(k), "cat: sizes of tensors must match except in "
                      "dimension ", d, ", got ", ref.shape(), " and ", t.shape(), " (tensor ", i, ")");
     dtype = promote_types(dtype, t.dtype());
-    total += t.size(d);
+    total = checked_add(total, t.size(d), "cat");
   }
   Shape shape = ref.shape();
   shape[d] = total;
@@ -80,6 +81,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   TT_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors");
+  detail::check_same_device("stack", tensors);
   int d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> parts;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -112,7 +114,7 @@ std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, in
   int64_t total = 0;
   for (int64_t s : sizes) {
     TT_CHECK(s >= 0, "split: split sizes must be non-negative, got ", Shape(sizes));
-    total += s;
+    total = checked_add(total, s, "split");
   }
   TT_CHECK_SHAPE(total == t.size(d), "split: split sizes ", Shape(sizes), " must sum to the size of dimension ",
                  d, " (", t.size(d), ")");
@@ -129,9 +131,15 @@ std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {
   TT_CHECK(chunks > 0, "chunk: number of chunks must be positive, got ", chunks);
   TT_CHECK(t.dim() > 0, "chunk: cannot chunk a 0-dim tensor");
   int d = wrap_dim(dim, t.dim(), "chunk");
-  // An empty dim gives `chunks` empty pieces, as PyTorch.
-  if (t.size(d) == 0) return split(t, std::vector<int64_t>(size_t(chunks), 0), d);
-  return split(t, (t.size(d) + chunks - 1) / chunks, d);
+  // An empty dim gives `chunks` empty pieces, as PyTorch; but not billions of them (PyTorch runs out
+  // of memory building that list): a deliberate limit.
+  constexpr int64_t kMaxEmptyChunks = int64_t(1) << 20;
+  if (t.size(d) == 0) {
+    TT_CHECK(chunks <= kMaxEmptyChunks, "chunk: ", chunks, " empty pieces of an empty dimension requested, at most ",
+             kMaxEmptyChunks, " are made");
+    return split(t, std::vector<int64_t>(size_t(chunks), 0), d);
+  }
+  return split(t, 1 + (t.size(d) - 1) / chunks, d);  // ceil(size / chunks), without overflow
 }
 
 }  // namespace tt

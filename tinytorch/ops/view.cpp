@@ -11,31 +11,43 @@
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/core/checked.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/factory.h"
 
 namespace tt {
 
 namespace {
-Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset) {
-  Tensor v = detail::make_tensor(t.storage(), offset, shape, strides, t.dtype());
+Tensor make_view(const Tensor& t, const Shape& shape, const Shape& strides, int64_t offset, const char* op) {
+  Tensor v = detail::make_tensor(t.storage(), offset, shape, strides, t.dtype(), op);
   v.unsafe_impl()->is_view = true;
   return v;
 }
 
-// Resolves one -1 in `shape` against numel; checks the product.
+// Resolves one -1 in `shape` against numel; checks the product, which may not wrap around
+// into a valid-looking count ([2^32, 2^32] is not a shape for 0 elements).
 Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
   Shape out = shape;
   int infer = -1;
   int64_t known = 1;
+  bool overflow = false, has_zero = false;
   for (int i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       TT_CHECK_SHAPE(infer < 0, op, ": only one dimension can be inferred, got ", shape);
       infer = i;
     } else {
       TT_CHECK_SHAPE(out[i] >= 0, op, ": invalid shape dimension ", out[i], " in ", shape);
-      known *= out[i];
+      overflow |= __builtin_mul_overflow(known, out[i], &known);
+      has_zero |= out[i] == 0;
     }
+  }
+  if (has_zero) known = 0;
+  if (overflow && !has_zero) {
+    // The known sizes alone hold more than int64 counts: only an empty input fits, with -1 -> 0.
+    TT_CHECK_SHAPE(infer >= 0 && numel == 0, op, ": shape ", shape, " is invalid for input of size ", numel,
+                   " (its number of elements overflows int64)");
+    out[infer] = 0;
+    return out;
   }
   if (infer >= 0) {
     TT_CHECK_SHAPE(known != 0 && numel % known == 0, op, ": shape ", shape,
@@ -165,14 +177,14 @@ Tensor view(const Tensor& t, const Shape& shape) {
                  "view: size is not compatible with the input tensor's size and stride (at least "
                  "one dimension spans across two contiguous subspaces), input shape ", t.shape(),
                  " strides ", t.strides(), ", requested ", target, "; use reshape() instead");
-  return record_view<Reshape>(t, make_view(t, target, strides, t.storage_offset()), {t.shape()});
+  return record_view<Reshape>(t, make_view(t, target, strides, t.storage_offset(), "view"), {t.shape()});
 }
 
 Tensor reshape(const Tensor& t, const Shape& shape) {
   Shape target = infer_size(shape, t.numel(), "reshape");
   Shape strides;
   if (compute_view_strides(t.shape(), t.strides(), target, strides))
-    return record_view<Reshape>(t, make_view(t, target, strides, t.storage_offset()), {t.shape()});
+    return record_view<Reshape>(t, make_view(t, target, strides, t.storage_offset(), "reshape"), {t.shape()});
   return view(clone(t), target);
 }
 
@@ -193,13 +205,13 @@ Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
   if (t.dim() == 0) {
     wrap_dim(d0, 0, "transpose");
     wrap_dim(d1, 0, "transpose");
-    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset()), {t.shape()});
+    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset(), "transpose"), {t.shape()});
   }
   int a = wrap_dim(d0, t.dim(), "transpose"), b = wrap_dim(d1, t.dim(), "transpose");
   Shape shape = t.shape(), strides = t.strides();
   std::swap(shape[a], shape[b]);
   std::swap(strides[a], strides[b]);
-  return record_view<Transpose>(t, make_view(t, shape, strides, t.storage_offset()), {a, b});
+  return record_view<Transpose>(t, make_view(t, shape, strides, t.storage_offset(), "transpose"), {a, b});
 }
 
 Tensor permute(const Tensor& t, const Shape& dims) {
@@ -216,7 +228,7 @@ Tensor permute(const Tensor& t, const Shape& dims) {
   }
   Shape inverse = Shape::filled(t.dim(), 0);
   for (int i = 0; i < dims.size(); ++i) inverse[wrap_dim(dims[i], t.dim(), "permute")] = i;
-  return record_view<Permute>(t, make_view(t, shape, strides, t.storage_offset()), {inverse});
+  return record_view<Permute>(t, make_view(t, shape, strides, t.storage_offset(), "permute"), {inverse});
 }
 
 Tensor unsqueeze(const Tensor& t, int64_t dim) {
@@ -225,7 +237,7 @@ Tensor unsqueeze(const Tensor& t, int64_t dim) {
   int64_t st = d < t.dim() ? t.stride(d) * t.size(d) : 1;
   shape.insert(d, 1);
   strides.insert(d, st);
-  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset()), {t.shape()});
+  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset(), "unsqueeze"), {t.shape()});
 }
 
 Tensor squeeze(const Tensor& t) {
@@ -235,21 +247,21 @@ Tensor squeeze(const Tensor& t) {
       shape.push_back(t.size(d));
       strides.push_back(t.stride(d));
     }
-  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset()), {t.shape()});
+  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset(), "squeeze"), {t.shape()});
 }
 
 Tensor squeeze(const Tensor& t, int64_t dim) {
   if (t.dim() == 0) {
     wrap_dim(dim, 0, "squeeze");
-    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset()), {t.shape()});
+    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset(), "squeeze"), {t.shape()});
   }
   int d = wrap_dim(dim, t.dim(), "squeeze");
   if (t.size(d) != 1)
-    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset()), {t.shape()});
+    return record_view<Reshape>(t, make_view(t, t.shape(), t.strides(), t.storage_offset(), "squeeze"), {t.shape()});
   Shape shape = t.shape(), strides = t.strides();
   shape.erase(d);
   strides.erase(d);
-  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset()), {t.shape()});
+  return record_view<Reshape>(t, make_view(t, shape, strides, t.storage_offset(), "squeeze"), {t.shape()});
 }
 
 Tensor expand(const Tensor& t, const Shape& sizes) {
@@ -262,20 +274,22 @@ Tensor expand(const Tensor& t, const Shape& sizes) {
     int j = i - off;
     int64_t want = sizes[i];
     if (j < 0) {
-      TT_CHECK_SHAPE(want >= 0, "expand: -1 is not allowed in a leading, new dimension, got ", sizes);
+      TT_CHECK_SHAPE(want >= 0, "expand: a new leading dimension needs a size >= 0 (-1 cannot keep a size "
+                     "that does not exist), got ", sizes);
       shape.push_back(want);
       strides.push_back(0);
       continue;
     }
     int64_t have = t.size(j);
     if (want == -1) want = have;
+    TT_CHECK_SHAPE(want >= 0, "expand: sizes must be non-negative or -1 (keep the size), got ", sizes);
     TT_CHECK_SHAPE(have == want || have == 1, "expand: the expanded size of the tensor (", want,
                    ") must match the existing size (", have, ") at non-singleton dimension ", i,
                    ", target sizes ", sizes, ", tensor shape ", t.shape());
     shape.push_back(want);
     strides.push_back(have == want ? t.stride(j) : 0);
   }
-  return record_view<Expand>(t, make_view(t, shape, strides, t.storage_offset()), {t.shape(), t.dtype()});
+  return record_view<Expand>(t, make_view(t, shape, strides, t.storage_offset(), "expand"), {t.shape(), t.dtype()});
 }
 
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
@@ -289,9 +303,10 @@ Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t s
   start = std::min(std::max<int64_t>(start, 0), n);
   end = std::min(std::max<int64_t>(end, start), n);
   Shape shape = t.shape(), strides = t.strides();
-  shape[d] = (end - start + step - 1) / step;
-  strides[d] = t.stride(d) * step;
-  return record_view<Slice>(t, make_view(t, shape, strides, t.storage_offset() + start * t.stride(d)),
+  shape[d] = end > start ? 1 + (end - start - 1) / step : 0;  // ceil((end - start) / step), no overflow
+  // A step past the dim's end picks one element, whatever its stride would multiply to.
+  strides[d] = shape[d] > 1 ? checked_mul(t.stride(d), step, "slice") : t.stride(d);
+  return record_view<Slice>(t, make_view(t, shape, strides, t.storage_offset() + start * t.stride(d), "slice"),
                             {t.shape(), d, start, end, step});
 }
 
@@ -305,7 +320,7 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   Shape shape = t.shape(), strides = t.strides();
   shape.erase(d);
   strides.erase(d);
-  return record_view<Select>(t, make_view(t, shape, strides, t.storage_offset() + index * t.stride(d)),
+  return record_view<Select>(t, make_view(t, shape, strides, t.storage_offset() + index * t.stride(d), "select"),
                              {t.shape(), d, index});
 }
 
@@ -313,9 +328,12 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   TT_CHECK_INDEX(t.dim() > 0, "narrow: cannot be applied to a 0-dim tensor");
   int d = wrap_dim(dim, t.dim(), "narrow");
   int64_t n = t.size(d);
+  TT_CHECK_INDEX(start >= -n && start <= n, "narrow: start (", start, ") is out of range for dimension ", d,
+                 " of size ", n, " (expected to be in range of [", -n, ", ", n, "])");
   if (start < 0) start += n;
-  TT_CHECK_INDEX(start >= 0 && length >= 0 && start + length <= n, "narrow: start (", start,
-                 ") + length (", length, ") exceeds dimension size (", n, ") of dimension ", d);
+  // length <= n - start, not start + length <= n: the sum may overflow.
+  TT_CHECK_INDEX(length >= 0 && length <= n - start, "narrow: start (", start, ") + length (", length,
+                 ") exceeds dimension size (", n, ") of dimension ", d);
   return slice(t, d, start, start + length, 1);
 }
 

@@ -40,12 +40,12 @@ void CpuBackend::normal(const Tensor& out, double mean, double std, uint64_t see
 }
 
 void CpuBackend::randint(const Tensor& out, int64_t low, int64_t high, uint64_t seed, uint64_t offset) {
-  const uint64_t range = uint64_t(high - low);
+  const uint64_t range = uint64_t(high) - uint64_t(low);  // unsigned: [INT64_MIN, INT64_MAX) fits
   TT_DISPATCH_NUMERIC(out.dtype(), "randint", [&] {
     scalar_t* o = out.data_ptr<scalar_t>();
     for_each_draw(out, seed, offset, [&](int64_t i, const philox::Draw& r) {
       uint64_t bits = (uint64_t(r.w[0]) << 32) | r.w[1];
-      o[i] = static_cast<scalar_t>(low + int64_t(bits % range));
+      o[i] = static_cast<scalar_t>(int64_t(uint64_t(low) + bits % range));
     });
   });
 }

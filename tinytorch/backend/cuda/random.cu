@@ -40,7 +40,7 @@ __global__ void randint_kernel(T* out, int64_t n, int64_t low, uint64_t range, u
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
     const philox::Draw r = philox::draw(seed, offset + uint64_t(i));
     const uint64_t bits = (uint64_t(r.w[0]) << 32) | r.w[1];
-    out[i] = static_cast<T>(low + int64_t(bits % range));
+    out[i] = static_cast<T>(int64_t(uint64_t(low) + bits % range));
   }
 }
 
@@ -76,7 +76,7 @@ void CudaBackend::randint(const Tensor& out, int64_t low, int64_t high, uint64_t
   DeviceGuard guard(out.device().index);
   check_contiguous(out, "randint");
   TT_CHECK(high > low, "randint: high must be greater than low, got low=", low, " and high=", high);
-  const uint64_t range = uint64_t(high - low);
+  const uint64_t range = uint64_t(high) - uint64_t(low);  // unsigned: [INT64_MIN, INT64_MAX) fits
   const int64_t n = out.numel();
   TT_DISPATCH_NUMERIC(out.dtype(), "randint", [&] {
     if (n == 0) return;
