@@ -2,6 +2,9 @@
 // in backend/op_table.h through tests/op_info.h, then binary ops with
 // broadcasting, scalar overloads and non-contiguous operands; unary ops on transposed and strided
 // inputs; where and masked_fill; in-place variants; PyTorch's tie rule for maximum/minimum.
+#include <cmath>
+#include <limits>
+
 #include "grad_util.h"
 #include "op_info.h"
 
@@ -122,6 +125,28 @@ TEST_CASE("abs and relu have gradient 0 at 0, as PyTorch does", "[autograd][elem
   x.set_grad(Tensor());
   x.relu().sum().backward();
   CHECK_ALLCLOSE(x.grad(), tensor({0.0, 0.0, 1.0}, kFloat64));
+}
+
+TEST_CASE("pow at base 0 has PyTorch's gradients: 0 for exponent 0, 0 for the exponent where it is >= 0",
+          "[autograd][elementwise]") {
+  // PyTorch 1.13: x.pow(0) has gradient 0 everywhere (0 * 0^-1 would be NaN at x = 0); the
+  // exponent's gradient a^b log(a) is 0 where a == 0 and b >= 0, and -inf where a == 0 and b < 0.
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x = leaf(tensor({0.0, 1.0, 2.0, -1.0}, kFloat64));
+  x.pow(0.0).sum().backward();
+  CHECK_ALLCLOSE(x.grad(), tensor({0.0, 0.0, 0.0, 0.0}, kFloat64));
+
+  Tensor x32 = tensor({0.0f, 3.0f}).requires_grad_();
+  x32.pow(0).sum().backward();
+  CHECK_ALLCLOSE(x32.grad(), tensor({0.0f, 0.0f}));
+
+  Tensor a = leaf(tensor({0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0}, kFloat64));
+  Tensor b = leaf(tensor({0.0, 1.0, 2.0, 0.5, -1.0, -0.5, 0.0}, kFloat64));
+  Tensor y = pow(a, b);
+  CHECK_ALLCLOSE(y, tensor({1.0, 0.0, 0.0, 0.0, inf, inf, 1.0}, kFloat64));
+  y.sum().backward();
+  CHECK_ALLCLOSE(a.grad(), tensor({0.0, 1.0, 0.0, inf, -inf, -inf, 0.0}, kFloat64));
+  CHECK_ALLCLOSE(b.grad(), tensor({0.0, 0.0, 0.0, 0.0, -inf, -inf, std::log(2.0)}, kFloat64));
 }
 
 TEST_CASE("gradcheck: where", "[autograd][gradcheck][elementwise]") {

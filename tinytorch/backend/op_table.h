@@ -71,7 +71,7 @@ enum class BinaryKind : uint8_t { Arith, TrueDiv, Compare };
   X(Mul, mul, "MulBackward0", Arith, kSaveB, kSaveA, mul_grad(g, b), mul_grad(g, a))                           \
   X(Div, div, "DivBackward0", TrueDiv, kSaveB, kSaveA | kSaveB, div(g, b), neg(div(mul(div(g, b), a), b)))     \
   X(Pow, pow, "PowBackward0", Arith, kSaveA | kSaveB, kSaveA | kSaveB | kSaveOut, pow_grad_base(g, a, b),      \
-    pow_grad_exponent(g, a, out))                                                                              \
+    pow_grad_exponent(g, a, b, out))                                                                           \
   X(Maximum, maximum, "MaximumBackward0", Arith, kSaveA | kSaveB, kSaveA | kSaveB,                             \
     extremum_grad(g, a, b, true), extremum_grad(g, b, a, true))                                                \
   X(Minimum, minimum, "MinimumBackward0", Arith, kSaveA | kSaveB, kSaveA | kSaveB,                             \

@@ -107,12 +107,19 @@ Tensor mul_grad(const Tensor& g, const Tensor& other) {
   return mul(g, other);
   // TT_EXERCISE_END
 }
-// d(a^b)/da = b a^(b-1).
-Tensor pow_grad_base(const Tensor& g, const Tensor& a, const Tensor& b) { return mul(g, mul(b, pow(a, sub(b, 1)))); }
-// d(a^b)/db = a^b log(a), 0 where a == 0 (as PyTorch).
-Tensor pow_grad_exponent(const Tensor& g, const Tensor& a, const Tensor& out) {
-  Tensor zero = scalar_tensor(0, out.options());
-  return where(eq(a, scalar_tensor(0, a.options())), zero, mul(g, mul(out, log(a))));
+// d(a^b)/da = b a^(b-1), and 0 where b == 0: a^0 is the constant 1, while the formula would give
+// 0 * 0^-1 = 0 * inf = NaN at a = 0 (PyTorch's rule too).
+Tensor pow_grad_base(const Tensor& g, const Tensor& a, const Tensor& b) {
+  Tensor grad = mul(g, mul(b, pow(a, sub(b, 1))));
+  return where(eq(b, scalar_tensor(0, b.options())), scalar_tensor(0, grad.options()), grad);
+}
+// d(a^b)/db = a^b log(a). Where a == 0 and b >= 0, a^b is 0 (or 1 at b = 0) on a neighbourhood of
+// b and the gradient is 0, not 0 * -inf = NaN; where a == 0 and b < 0 it is inf * -inf = -inf.
+// Both as PyTorch 1.13.
+Tensor pow_grad_exponent(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& out) {
+  Tensor grad = mul(g, mul(out, log(a)));
+  Tensor zero = scalar_tensor(0, grad.options());
+  return where(eq(a, scalar_tensor(0, a.options())), where(ge(b, scalar_tensor(0, b.options())), zero, grad), grad);
 }
 // maximum/minimum: the gradient of x against the other operand y goes to x where x wins; ties
 // split it in half.
