@@ -257,6 +257,19 @@ TEST_CASE("binary_cross_entropy_with_logits: stable values and pos_weight", "[op
     };
     CHECK(autograd::gradcheck(f, {f64({0.0, -40.0, 2.5, 35.0, -1e-3}).requires_grad_()}));
   }
+  SECTION("the gradient at logits of -inf and +inf is sigmoid(x) - y, finite (as PyTorch)") {
+    // PyTorch 1.13: d/dx = (1 + (pw - 1) y) sigmoid(x) - pw y, so -pw y at -inf and 1 - y at +inf.
+    const double inf = std::numeric_limits<double>::infinity();
+    for (ScalarType dt : {kFloat32, kFloat64}) {
+      Tensor x = tensor({-inf, inf, -inf, inf, -inf, inf}, dt).requires_grad_();
+      Tensor y = tensor({0.0, 0.0, 1.0, 1.0, 0.3, 0.3}, dt);
+      binary_cross_entropy_with_logits(x, y, {}, {}, kSum).backward();
+      CHECK_ALLCLOSE(x.grad(), tensor({0.0, 1.0, -1.0, 0.0, -0.3, 0.7}, dt));
+      Tensor xp = tensor({-inf, inf, -inf, inf}, dt).requires_grad_();
+      binary_cross_entropy_with_logits(xp, tensor({1.0, 1.0, 0.3, 0.0}, dt), {}, tensor({2.0}, dt), kSum).backward();
+      CHECK_ALLCLOSE(xp.grad(), tensor({-2.0, 0.0, -0.6, 1.0}, dt));
+    }
+  }
   SECTION("float32 at +-100 stays finite, and so does its gradient") {
     Tensor x = tensor({100.0, -100.0}).requires_grad_();
     Tensor loss = binary_cross_entropy_with_logits(x, tensor({0.0, 1.0}), {}, {}, kSum);
