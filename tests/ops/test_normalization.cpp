@@ -149,6 +149,30 @@ TEST_CASE("layer_norm: a large offset keeps its small variance (float32)", "[ops
   CHECK(std::fabs(var(y.to(kFloat64), {1}, 0).mean().item<double>() - 1.0) < 1e-3);
 }
 
+TEST_CASE("layer_norm and rms_norm: huge float32 values do not overflow the statistics", "[ops][normalization]") {
+  // x^2 overflows float32 above 1.8e19, and the sum of a row overflows near 3.4e38: the row's
+  // statistics must not. [3e38, -3e38] normalizes to [1, -1] (float64 gives the same; PyTorch 1.13
+  // returns NaN for it in float32, a deliberate difference).
+  Tensor x = tensor({{3e38, -3e38}, {1e20, -1e20}, {3e38, 3e38}, {3e38, 3.2e38}});
+  CHECK_ALLCLOSE(layer_norm(x, {2}), tensor({{1.0, -1.0}, {1.0, -1.0}, {0.0, 0.0}, {-1.0, 1.0}}), 1e-5, 1e-6);
+  Tensor x4 = tensor({{3e38, 3e38, -3e38, 1.0}, {-3.4e38, 3.4e38, 3.4e38, 3.4e38}});
+  CHECK_ALLCLOSE(layer_norm(x4, {4}), naive_norm(x4, 4, {}, {}, 1e-5, false), 1e-5, 1e-6);
+  Tensor w = tensor({2.0, 0.5}), b = tensor({1.0, -1.0});
+  CHECK_ALLCLOSE(layer_norm(x, {2}, w, b), naive_norm(x, 2, w, b, 1e-5, false), 1e-5, 1e-6);
+  CHECK_ALLCLOSE(rms_norm(x, {2}), naive_norm(x, 2, {}, {}, 1e-6, true), 1e-5, 1e-6);
+  CHECK_ALLCLOSE(rms_norm(x, {2}).narrow(0, 0, 3), tensor({{1.0, -1.0}, {1.0, -1.0}, {1.0, 1.0}}), 1e-5, 1e-6);
+  Tensor w4 = tensor({2.0, 0.5, 2.0, 0.5});
+  CHECK_ALLCLOSE(rms_norm(x4, {4}, w4), naive_norm(x4, 4, w4, {}, 1e-6, true), 1e-5, 1e-6);
+  // float64 rows past 1e154, whose squares overflow float64.
+  Tensor d = tensor({{1e300, -1e300}, {1e200, 3e200}}, kFloat64);
+  CHECK_ALLCLOSE(layer_norm(d, {2}), tensor({{1.0, -1.0}, {-1.0, 1.0}}, kFloat64), 1e-12, 1e-12);
+  CHECK_ALLCLOSE(rms_norm(d, {2}), tensor({{1.0, -1.0}, {1.0 / std::sqrt(5.0), 3.0 / std::sqrt(5.0)}}, kFloat64),
+                 1e-12, 1e-12);
+  // Non-finite inputs still give NaN, as before and as PyTorch.
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(std::isnan(layer_norm(tensor({{inf, 1.0}}), {2}).to_vector<float>()[1]));
+}
+
 TEST_CASE("layer_norm and rms_norm: the fused backward matches the formulas", "[ops][normalization]") {
   manual_seed(1103);
   const int64_t R = 70, C = 33;  // more rows than one block of the weight-gradient sums

@@ -18,6 +18,15 @@
 // (Sterbenz), so x - mean keeps its small digits even at x = 1e4 + noise, where rounding the mean
 // to one float (ulp 1e-3 there) would shift every output by up to 0.5e-3 / std.
 //
+// Note [huge rows]: the fast passes keep partial sums in T, so d^2 overflows once |x - mean|
+// passes 1.8e19 in float32 (1.3e154 in float64), and a row's sum near 3.4e38; the statistics come
+// out inf and every y would be 0 (rstd = 0). When they are not finite although the row is, the row
+// is done again in float64 on x scaled by 2^-e, 2^e <= max|x| < 2^(e+1): a power-of-two scaling
+// is exact, nothing of the scaled row can overflow, and the statistics are scaled back
+// (mean 2^e, rstd 2^-e) for the backward. [3e38, -3e38] gives [1, -1], as float64 does. A row
+// holding an inf or NaN keeps the fast pass's NaN (as PyTorch); only overflowing rows pay for
+// the second pass. The backward is not rescaled: its float32 x - mean overflows past 1.7e38.
+//
 // Note [deterministic weight gradients]: dweight and dbias are sums over rows. Rows are grouped
 // into fixed blocks of kRowBlock; each block sums its rows into its own partial row of a
 // [blocks, C] scratch buffer, and the partials are then added in block order, in double. The
@@ -25,6 +34,7 @@
 // many threads run.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "tinytorch/backend/cpu/cpu_backend.h"
@@ -37,6 +47,72 @@ namespace {
 
 constexpr int64_t kBlock = kRowSumBlock;
 constexpr int64_t kRowBlock = 64;   // rows per partial of dweight / dbias
+
+// e with 2^e <= max|x_i| < 2^(e+1) over a row of C elements; false when one is inf or NaN or all
+// are 0 (Note [huge rows]).
+template <typename T>
+bool row_scale_exponent(const T* x, int64_t C, int& e) {
+  double amax = 0;
+  for (int64_t i = 0; i < C; ++i) {
+    const double a = std::fabs(double(x[i]));
+    if (!(a <= std::numeric_limits<double>::max())) return false;  // inf or NaN
+    amax = std::max(amax, a);
+  }
+  if (amax == 0) return false;
+  e = std::ilogb(amax);
+  return true;
+}
+
+// layer_norm of one row in float64 on x 2^-e (Note [huge rows]); same outputs as layer_norm_row.
+// Returns false, writing nothing, when the row is not finite.
+template <typename T>
+bool layer_norm_row_scaled(T* y, double& mean_out, double& rstd_out, const T* x, const T* w, const T* b, int64_t C,
+                           double eps) {
+  int e = 0;
+  if (!row_scale_exponent(x, C, e)) return false;
+  const double scale = std::ldexp(1.0, -e);
+  double sum = 0;
+  for (int64_t i = 0; i < C; ++i) sum += double(x[i]) * scale;
+  const double m0 = sum / double(C);
+  double sd = 0, sd2 = 0;  // Note [stable variance]
+  for (int64_t i = 0; i < C; ++i) {
+    const double d = double(x[i]) * scale - m0;
+    sd += d;
+    sd2 += d * d;
+  }
+  const double var = std::max(0.0, (sd2 - sd * sd / double(C)) / double(C));
+  const double mean = m0 + sd / double(C);
+  // eps 2^-2e can underflow to 0 in float64; a constant row (var 0) then has y = bias.
+  const double den = var + std::ldexp(eps, -2 * e);
+  const double r = den > 0 ? 1.0 / std::sqrt(den) : 0.0;
+  mean_out = std::ldexp(mean, e);
+  rstd_out = den > 0 ? std::ldexp(r, -e) : 1.0 / std::sqrt(eps);
+  for (int64_t i = 0; i < C; ++i) {
+    double v = (double(x[i]) * scale - mean) * r;
+    if (w) v *= double(w[i]);
+    if (b) v += double(b[i]);
+    y[i] = T(v);
+  }
+  return true;
+}
+
+// rms_norm of one row in float64 on x 2^-e (Note [huge rows]); false when the row is not finite.
+template <typename T>
+bool rms_norm_row_scaled(T* y, double& rstd_out, const T* x, const T* w, int64_t C, double eps) {
+  int e = 0;
+  if (!row_scale_exponent(x, C, e)) return false;
+  const double scale = std::ldexp(1.0, -e);
+  double ss = 0;
+  for (int64_t i = 0; i < C; ++i) ss += (double(x[i]) * scale) * (double(x[i]) * scale);
+  const double r = 1.0 / std::sqrt(ss / double(C) + std::ldexp(eps, -2 * e));  // ss >= 1: no 0
+  rstd_out = std::ldexp(r, -e);
+  for (int64_t i = 0; i < C; ++i) {
+    double v = double(x[i]) * scale * r;
+    if (w) v *= double(w[i]);
+    y[i] = T(v);
+  }
+  return true;
+}
 
 // One row of layer_norm: writes y and returns (mean, rstd). w, b may be null.
 template <typename T>
@@ -61,6 +137,9 @@ void layer_norm_row(T* __restrict y, double& mean_out, double& rstd_out, const T
     }
     sd += double(a);
     sd2 += double(b);
+  }
+  if (!std::isfinite(double(m0)) || !std::isfinite(sd2)) {  // Note [huge rows]
+    if (layer_norm_row_scaled(y, mean_out, rstd_out, x, w, b, C, eps)) return;
   }
   const double var = std::max(0.0, (sd2 - sd * sd / double(C)) / double(C));
   const double mean = double(m0) + sd / double(C), rstd = 1.0 / std::sqrt(var + eps);
@@ -125,6 +204,7 @@ void rms_norm_row(T* __restrict y, double& rstd_out, const T* __restrict x, cons
                   double eps) {
   // TT_EXERCISE_BEGIN(11)
   const double ms = C == 0 ? 0.0 : row_sum<T>(C, [&](int64_t i) { return x[i] * x[i]; }) / double(C);
+  if (!std::isfinite(ms) && rms_norm_row_scaled(y, rstd_out, x, w, C, eps)) return;  // Note [huge rows]
   rstd_out = 1.0 / std::sqrt(ms + eps);
   const T r = T(rstd_out);
   if (w) {

@@ -1,7 +1,7 @@
 // CUDA LayerNorm and RMSNorm, forward and backward; twin of cpu/normalization.cpp (same two-pass
-// variance with correction, same split mean, same float64 mean/rstd, same fixed row blocks for the
-// weight gradients). Not here: reshaping to [R, C], checks, derivative bookkeeping
-// (ops/normalization.cpp).
+// variance with correction, same split mean, same float64 mean/rstd, same float64 pass for rows
+// whose statistics overflow, same fixed row blocks for the weight gradients). Not here: reshaping
+// to [R, C], checks, derivative bookkeeping (ops/normalization.cpp).
 //
 // Note [cuda normalization rows]: x, y, dy, dx are contiguous [R, C]. A warp owns a row of up to
 // 1024 elements, a block a longer one (Note [group reductions] in block_reduce.cuh); each thread
@@ -14,6 +14,7 @@
 // second kernel adds the partials of each column in block order, in double. No atomics: results
 // are the same from run to run and match the CPU's grouping.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 #include "tinytorch/backend/cuda/block_reduce.cuh"
@@ -44,6 +45,79 @@ const T* ptr_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;
 }
 
+// Note [huge rows] of the CPU: e with 2^e <= max|x| < 2^(e+1) over the group's row, the same in
+// every thread of the group; false when a value is inf or NaN or all are 0.
+template <typename T, Group G>
+__device__ bool group_scale_exponent(const T* xr, int64_t C, int& e, double* smem) {
+  const int rank = group_rank<G>(), gsize = group_size<G>();
+  double amax = 0;
+  for (int64_t i = rank; i < C; i += gsize) {
+    const double a = fabs(double(xr[i]));
+    amax = fmax(amax, a <= DBL_MAX ? a : HUGE_VAL);  // inf or NaN -> inf
+  }
+  amax = group_reduce<G>(amax, MaxCombine(), 0.0, smem);
+  if (!(amax <= DBL_MAX) || amax == 0) return false;
+  e = ilogb(amax);
+  return true;
+}
+
+// The float64 pass of layer_norm on x 2^-e for a row whose statistics overflowed (Note [huge
+// rows] of the CPU, same formulas). Returns false, writing nothing, when the row is not finite.
+template <typename T, Group G>
+__device__ bool layer_norm_row_scaled(T* yr, double* mean_out, double* rstd_out, const T* xr, const T* w, const T* b,
+                                      int64_t C, double eps, double* smem, Sum2* smem2) {
+  const int rank = group_rank<G>(), gsize = group_size<G>();
+  int e = 0;
+  if (!group_scale_exponent<T, G>(xr, C, e, smem)) return false;
+  const double scale = ldexp(1.0, -e);
+  double s = 0;
+  for (int64_t i = rank; i < C; i += gsize) s += double(xr[i]) * scale;
+  const double m0 = group_reduce<G>(s, SumCombine(), 0.0, smem) / double(C);
+  Sum2 part{0, 0};
+  for (int64_t i = rank; i < C; i += gsize) {
+    const double d = double(xr[i]) * scale - m0;
+    part.a += d;
+    part.b += d * d;
+  }
+  const Sum2 t = group_reduce<G>(part, Sum2Combine(), Sum2{0, 0}, smem2);
+  const double var = fmax(0.0, (t.b - t.a * t.a / double(C)) / double(C));
+  const double mean = m0 + t.a / double(C);
+  const double den = var + ldexp(eps, -2 * e);
+  const double r = den > 0 ? 1.0 / sqrt(den) : 0.0;
+  if (rank == 0) {
+    *mean_out = ldexp(mean, e);
+    *rstd_out = den > 0 ? ldexp(r, -e) : 1.0 / sqrt(eps);
+  }
+  for (int64_t i = rank; i < C; i += gsize) {
+    double v = (double(xr[i]) * scale - mean) * r;
+    if (w) v *= double(w[i]);
+    if (b) v += double(b[i]);
+    yr[i] = T(v);
+  }
+  return true;
+}
+
+// The float64 pass of rms_norm on x 2^-e (Note [huge rows] of the CPU).
+template <typename T, Group G>
+__device__ bool rms_norm_row_scaled(T* yr, double* rstd_out, const T* xr, const T* w, int64_t C, double eps,
+                                    double* smem) {
+  const int rank = group_rank<G>(), gsize = group_size<G>();
+  int e = 0;
+  if (!group_scale_exponent<T, G>(xr, C, e, smem)) return false;
+  const double scale = ldexp(1.0, -e);
+  double s = 0;
+  for (int64_t i = rank; i < C; i += gsize) s += (double(xr[i]) * scale) * (double(xr[i]) * scale);
+  const double ss = group_reduce<G>(s, SumCombine(), 0.0, smem);
+  const double r = 1.0 / sqrt(ss / double(C) + ldexp(eps, -2 * e));  // ss >= 1: no 0
+  if (rank == 0) *rstd_out = ldexp(r, -e);
+  for (int64_t i = rank; i < C; i += gsize) {
+    double v = double(xr[i]) * scale * r;
+    if (w) v *= double(w[i]);
+    yr[i] = T(v);
+  }
+  return true;
+}
+
 // x, y: [R, C] contiguous; w, b: [C] or null -> y, mean, rstd: [R] float64. One group per row.
 template <typename T, Group G>
 __global__ void __launch_bounds__(1024)
@@ -72,6 +146,10 @@ layer_norm_kernel(T* y, double* mean_out, double* rstd_out, const T* x, const T*
       sd2.add(d * d);
     }
     const Sum2 t = group_reduce<G>(Sum2{sd.value(), sd2.value()}, Sum2Combine(), Sum2{0, 0}, smem2);
+    // Note [huge rows] of the CPU; m0 and t are the same in every thread of the group.
+    if ((!isfinite(double(m0)) || !isfinite(t.b)) &&
+        layer_norm_row_scaled<T, G>(yr, mean_out + row, rstd_out + row, xr, w, b, C, eps, smem, smem2))
+      continue;
     const double var = fmax(0.0, (t.b - t.a * t.a / double(C)) / double(C));
     const double mean = double(m0) + t.a / double(C), rstd = 1.0 / sqrt(var + eps);
     if (rank == 0) {
@@ -129,6 +207,8 @@ rms_norm_kernel(T* y, double* rstd_out, const T* x, const T* w, int64_t R, int64
     FoldSum<T> s;
     for (int64_t i = rank; i < C; i += gsize) s.add(xr[i] * xr[i]);
     const double total = group_reduce<G>(s.value(), SumCombine(), 0.0, smem);
+    if (!isfinite(total) && rms_norm_row_scaled<T, G>(yr, rstd_out + row, xr, w, C, eps, smem))
+      continue;  // Note [huge rows] of the CPU
     const double rstd = 1.0 / sqrt((C == 0 ? 0.0 : total / double(C)) + eps);
     if (rank == 0) rstd_out[row] = rstd;
     const T r = T(rstd);
