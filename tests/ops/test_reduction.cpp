@@ -205,6 +205,19 @@ TEST_CASE("float32 sums are accurate: 1e7 ones give exactly 1e7", "[ops][reducti
   CHECK(full({100000}, 1000.5).var().item<double>() == Approx(0.0).margin(1e-6));
 }
 
+TEST_CASE("float32 sums of 1e7 copies of 0.1 are within an ulp of the exact sum", "[ops][reduction]") {
+  // The exact sum of 1e7 copies of float(0.1) is 1000000.0149; the float32 ulp there is 0.0625.
+  // Float32 runs summed into float32 lanes drift by 0.9 here (9,999,991 for 1e8 copies); PyTorch
+  // 1.13 gives 999999.44 (and 9,999,999 for 1e8). We accumulate in float64: within one ulp.
+  const double exact = 1e7 * double(0.1f);
+  Tensor x = full({10000000}, 0.1);
+  CHECK(std::fabs(x.sum().item<double>() - exact) <= 0.0625);
+  CHECK(std::fabs(x.mean().item<double>() - exact / 1e7) <= 1e-8);
+  CHECK(std::fabs(x.view({100, 100000}).sum({1}).sum().item<double>() - exact) <= 0.0625);
+  // The column path (a sum over the outer dim of [5e6, 2]): each column is 500000.0075, ulp 0.03125.
+  for (double v : x.view({5000000, 2}).sum({0}).to_vector<double>()) CHECK(std::fabs(v - exact / 2) <= 0.03125);
+}
+
 TEST_CASE("reductions of empty and 0-d tensors", "[ops][reduction]") {
   SECTION("empty") {
     CHECK(zeros({0}).sum().item<float>() == 0.f);

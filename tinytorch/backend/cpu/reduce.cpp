@@ -8,10 +8,14 @@
 //    outer (sum over the batch of [B, C]), whole rows are added into a column accumulator, so
 //    memory is read in order.
 //
-// Note [float sums]: float32 rows are summed in blocks of 4096 with 64 float32 lanes (eight
-// independent vector accumulators, so the adds are not serialized on one register's latency;
-// each lane adds at most 64 numbers), and the block sums are added in float64. Summing 1e7 ones
-// gives exactly 1e7; the error of a block sum stays that of a 64-term sum.
+// Note [float sums]: float32 rows are summed in blocks of 4096 with 32 float64 lanes (four
+// AVX-512 or eight AVX2 independent vector accumulators, so the adds are not serialized on one
+// register's latency): each float32 element is widened and added in float64, and the block sums
+// are added in float64.
+// 1e8 copies of 0.1f sum to 10000000 (exact: 10000000.149), where 64 float32 lanes of 64 terms
+// each drifted to 9999991 and PyTorch's float32 cascade gets 9999999. It costs no time: a long
+// sum is bound by memory bandwidth, and the widening adds keep up with it (sum of 16M floats, A/B
+// in one process: the same time within noise). float64 rows use the same lanes.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -36,12 +40,12 @@ double sum_row(const T* p, int64_t n, int64_t stride) {
     for (int64_t i = 0; i < n; ++i) total += double(p[i * stride]);
     return total;
   }
-  constexpr int kLanes = 64;
+  constexpr int kLanes = 32;
   constexpr int64_t kBlock = 4096;
   double total = 0;
   for (int64_t start = 0; start < n; start += kBlock) {
     int64_t end = std::min(n, start + kBlock);
-    T acc[kLanes] = {};
+    double acc[kLanes] = {};
     int64_t i = start;
     for (; i + kLanes <= end; i += kLanes) {
       // Note [sum prefetch]: a long sum is bound by memory bandwidth; asking for the data 8 KB
@@ -49,12 +53,12 @@ double sum_row(const T* p, int64_t n, int64_t stride) {
       // faster on 16M floats, measured A/B in one process). Prefetching past the end is harmless.
       __builtin_prefetch(p + i + 2048);
       __builtin_prefetch(p + i + 2048 + 32);
-      for (int j = 0; j < kLanes; ++j) acc[j] += p[i + j];
+      for (int j = 0; j < kLanes; ++j) acc[j] += double(p[i + j]);
     }
-    T s = 0;
+    double s = 0;
     for (int j = 0; j < kLanes; ++j) s += acc[j];
-    for (; i < end; ++i) s += p[i];
-    total += double(s);
+    for (; i < end; ++i) s += double(p[i]);
+    total += s;
   }
   return total;
   // TT_EXERCISE_END
@@ -109,23 +113,22 @@ void sum_kernel(const ReducePlan& plan, const T* in, T* out) {
           return in + in_off + off + c0;
         };
         if constexpr (std::is_same<T, float>::value) {
-          // Note [float column sums]: as Note [float sums] for rows: runs of 64 rows are added in
-          // float32, four rows per pass over the block (full-width vector adds, no conversions,
-          // a quarter of the stores), and each run's column sums go into the float64 accumulator.
-          float run[kColBlock];
-          for (int64_t r = r0; r < r1; r += 64) {
-            const int64_t re = std::min(r1, r + 64);
-            std::fill(run, run + w, 0.0f);
-            int64_t q = r;
-            for (; q + 4 <= re; q += 4) {
-              const float *x0 = row_at(q), *x1 = row_at(q + 1), *x2 = row_at(q + 2), *x3 = row_at(q + 3);
-              for (int64_t c = 0; c < w; ++c) run[c] += (x0[c] + x1[c]) + (x2[c] + x3[c]);
-            }
-            for (; q < re; ++q) {
-              const float* x = row_at(q);
-              for (int64_t c = 0; c < w; ++c) run[c] += x[c];
-            }
-            for (int64_t c = 0; c < w; ++c) a[c] += acc_t(run[c]);
+          // Note [float column sums]: eight rows per pass over the block are added pairwise in
+          // float32 (three roundings, each relative to that small sum: no drift however many
+          // rows) and the result is added into the float64 accumulator. A run of 64 rows summed
+          // in float32 first drifted with the run's length (5e6 rows of 0.1f: off by 0.09, three
+          // ulps). Eight rows a pass also keep the float64 accumulator's loads and stores at an
+          // eighth of the reads: no slower than the float32 runs (A/B in one process, 16M floats).
+          int64_t q = r0;
+          for (; q + 8 <= r1; q += 8) {
+            const float *x0 = row_at(q), *x1 = row_at(q + 1), *x2 = row_at(q + 2), *x3 = row_at(q + 3);
+            const float *x4 = row_at(q + 4), *x5 = row_at(q + 5), *x6 = row_at(q + 6), *x7 = row_at(q + 7);
+            for (int64_t c = 0; c < w; ++c)
+              a[c] += double(((x0[c] + x1[c]) + (x2[c] + x3[c])) + ((x4[c] + x5[c]) + (x6[c] + x7[c])));
+          }
+          for (; q < r1; ++q) {
+            const float* x = row_at(q);
+            for (int64_t c = 0; c < w; ++c) a[c] += double(x[c]);
           }
         } else {
           for (int64_t r = r0; r < r1; ++r) {

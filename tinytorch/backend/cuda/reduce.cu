@@ -15,9 +15,9 @@
 // assignment of elements to threads and the combination tree are fixed, so results are the same
 // from run to run.
 //
-// Note [cuda float sums]: as Note [float sums] of the CPU, float32 is added in float by each
-// thread over runs of 64 elements, the runs folded into a double; threads are combined in double
-// and the result rounded once. float64 and int64 accumulate in their own type.
+// Note [cuda float sums]: as Note [float sums] of the CPU, every float32 element is added into a
+// float64 accumulator by its thread; threads are combined in double and the result rounded once.
+// float64 and int64 accumulate in their own type.
 #include <algorithm>
 #include <type_traits>
 
@@ -50,17 +50,8 @@ struct SumReducer {
   // Elements r = begin, begin + step, ... below end, of the row starting at p.
   __device__ static State run(const T* p, const ReducePlan& plan, int64_t begin, int64_t end, int64_t step) {
     State total = 0;
-    T run = 0;
-    int count = 0;
-    for (int64_t r = begin; r < end; r += step) {
-      run += p[plan.reduced_offset(r)];
-      if (++count == 64) {
-        total += State(run);
-        run = 0;
-        count = 0;
-      }
-    }
-    return total + State(run);
+    for (int64_t r = begin; r < end; r += step) total += State(p[plan.reduced_offset(r)]);
+    return total;
   }
   __device__ static void write(void* out, int64_t off, State s) { static_cast<T*>(out)[off] = T(s); }
 };
