@@ -195,6 +195,31 @@ TEST_CASE("integer and bool arithmetic", "[ops][elementwise]") {
   CHECK(tensor({2, 4}).pow(0).to_vector<int64_t>() == std::vector<int64_t>{1, 1});
 }
 
+TEST_CASE("int64 arithmetic wraps around (two's complement), as PyTorch's does", "[ops][elementwise]") {
+  // Signed overflow is undefined behaviour in C++; these must be clean under -fsanitize=undefined
+  // (Note [integer wraparound] in backend/functors.h). Expected values are PyTorch 1.13's.
+  using V = std::vector<int64_t>;
+  const int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  Tensor big = tensor({kMax, kMin}), one = tensor({int64_t(1), int64_t(1)});
+  CHECK((big + one).to_vector<int64_t>() == V{kMin, kMin + 1});
+  CHECK((big + 1).to_vector<int64_t>() == V{kMin, kMin + 1});
+  CHECK((big - one).to_vector<int64_t>() == V{kMax - 1, kMax});
+  CHECK((big - 1).to_vector<int64_t>() == V{kMax - 1, kMax});
+  CHECK((big * 2).to_vector<int64_t>() == V{-2, 0});
+  CHECK((big * big).to_vector<int64_t>() == V{1, 0});
+  CHECK(add(big, big, 3).to_vector<int64_t>() == V{-4, 0});  // 4 * kMax and 4 * kMin modulo 2^64
+  CHECK((-big).to_vector<int64_t>() == V{kMin + 1, kMin});
+  CHECK(big.abs().to_vector<int64_t>() == V{kMax, kMin});
+  // a^b modulo 2^64: 3^41, (-3)^41, 2^63, 2^64, 7^(10^12).
+  CHECK(tensor({int64_t(3)}).pow(41).to_vector<int64_t>() == V{-420491770248316829});
+  CHECK(pow(tensor({int64_t(3), int64_t(-3), int64_t(2), int64_t(2), int64_t(7)}),
+            tensor({int64_t(41), int64_t(41), int64_t(63), int64_t(64), int64_t(1000000000000)}))
+            .to_vector<int64_t>() == V{-420491770248316829, 420491770248316829, kMin, 0, -8074337051264843775});
+  Tensor inplace = big.clone();
+  inplace.add_(1);
+  CHECK(inplace.to_vector<int64_t>() == V{kMin, kMin + 1});
+}
+
 TEST_CASE("maximum and minimum propagate NaN", "[ops][elementwise]") {
   Tensor a = tensor({1.0, kNaN, 3.0, kNaN}), b = tensor({2.0, 0.0, kNaN, kNaN});
   std::vector<float> mx = maximum(a, b).to_vector<float>(), mn = minimum(a, b).to_vector<float>();

@@ -218,6 +218,19 @@ TEST_CASE("float32 sums of 1e7 copies of 0.1 are within an ulp of the exact sum"
   for (double v : x.view({5000000, 2}).sum({0}).to_vector<double>()) CHECK(std::fabs(v - exact / 2) <= 0.03125);
 }
 
+TEST_CASE("int64 sums wrap around (two's complement), as PyTorch's do", "[ops][reduction]") {
+  // Signed overflow is undefined behaviour in C++; this must be clean under -fsanitize=undefined.
+  const int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  CHECK(tensor({kMax, int64_t(1)}).sum().item<int64_t>() == kMin);
+  CHECK(tensor({kMax, kMax}).sum().item<int64_t>() == -2);
+  CHECK(tensor({kMin, int64_t(-1)}).sum().item<int64_t>() == kMax);
+  Tensor col = tensor(std::vector<int64_t>{kMax, kMax, 1, 1, 0, 0}, {3, 2});  // the column path
+  CHECK(col.sum({0}).to_vector<int64_t>() == std::vector<int64_t>{kMin, kMin});
+  CHECK(col.t().sum({1}).to_vector<int64_t>() == std::vector<int64_t>{kMin, kMin});
+  // One long row, split across threads: 2^20 copies of 2^50 sum to 2^70 = 0 modulo 2^64.
+  CHECK(full({int64_t(1) << 20}, int64_t(1) << 50, kInt64).sum().item<int64_t>() == 0);
+}
+
 TEST_CASE("reductions of empty and 0-d tensors", "[ops][reduction]") {
   SECTION("empty") {
     CHECK(zeros({0}).sum().item<float>() == 0.f);

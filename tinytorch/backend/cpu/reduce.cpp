@@ -16,6 +16,10 @@
 // each drifted to 9999991 and PyTorch's float32 cascade gets 9999999. It costs no time: a long
 // sum is bound by memory bandwidth, and the widening adds keep up with it (sum of 16M floats, A/B
 // in one process: the same time within noise). float64 rows use the same lanes.
+//
+// Note [integer sums]: int64 sums accumulate in uint64, where overflow wraps around with defined
+// behaviour, and are converted back: the sum is taken modulo 2^64, as PyTorch's (Note [integer
+// wraparound] in functors.h).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -64,14 +68,16 @@ double sum_row(const T* p, int64_t n, int64_t stride) {
   // TT_EXERCISE_END
 }
 
-int64_t sum_row(const int64_t* p, int64_t n, int64_t stride) {
-  int64_t total = 0;
-  for (int64_t i = 0; i < n; ++i) total += p[i * stride];
+// Note [integer sums].
+uint64_t sum_row(const int64_t* p, int64_t n, int64_t stride) {
+  uint64_t total = 0;
+  for (int64_t i = 0; i < n; ++i) total += uint64_t(p[i * stride]);
   return total;
 }
 
+// The accumulator: float64 for floating types, uint64 for int64 (Note [integer sums]).
 template <typename T>
-using acc_of = std::conditional_t<std::is_floating_point<T>::value, double, int64_t>;
+using acc_of = std::conditional_t<std::is_floating_point<T>::value, double, uint64_t>;
 
 template <typename T>
 void sum_kernel(const ReducePlan& plan, const T* in, T* out) {

@@ -27,6 +27,9 @@ __device__ __forceinline__ int shfl_xor(int v, int mask) { return __shfl_xor_syn
 __device__ __forceinline__ int64_t shfl_xor(int64_t v, int mask) {
   return static_cast<int64_t>(__shfl_xor_sync(kFullMask, static_cast<long long>(v), mask));
 }
+__device__ __forceinline__ uint64_t shfl_xor(uint64_t v, int mask) {
+  return static_cast<uint64_t>(__shfl_xor_sync(kFullMask, static_cast<unsigned long long>(v), mask));
+}
 
 struct SumCombine {
   template <typename T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }

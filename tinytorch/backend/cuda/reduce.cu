@@ -17,7 +17,8 @@
 //
 // Note [cuda float sums]: as Note [float sums] of the CPU, every float32 element is added into a
 // float64 accumulator by its thread; threads are combined in double and the result rounded once.
-// float64 and int64 accumulate in their own type.
+// float64 accumulates in float64; int64 in uint64, so that overflow wraps around with defined
+// behaviour (Note [integer wraparound] in functors.h).
 #include <algorithm>
 #include <type_traits>
 
@@ -41,10 +42,10 @@ constexpr int kTargetBlocks = 1024;  // enough blocks to fill every SM several t
 
 // --- the two reductions, each a state type with its thread loop and its combine -------------------
 
-// Sum: State is the accumulator (double for floats, int64 for int64); see Note [cuda float sums].
+// Sum: State is the accumulator (double for floats, uint64 for int64); see Note [cuda float sums].
 template <typename T>
 struct SumReducer {
-  using State = std::conditional_t<std::is_floating_point<T>::value, double, int64_t>;
+  using State = std::conditional_t<std::is_floating_point<T>::value, double, uint64_t>;
   __device__ static State identity() { return State(0); }
   __device__ static State combine(State a, State b) { return a + b; }
   // Elements r = begin, begin + step, ... below end, of the row starting at p.
