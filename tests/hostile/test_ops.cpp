@@ -54,6 +54,13 @@ TEST_CASE("hostile: layers whose parameters have hostile sizes", "[hostile]") {
                                             });
       run_case<std::shared_ptr<nn::Embedding>>("nn::Embedding(" + ab + ")", allocation({a, b}, 4),
                                                [&] { return std::make_shared<nn::Embedding>(a, b); });
+      run_case<std::shared_ptr<nn::LearnedPositionalEmbedding>>(
+          "nn::LearnedPositionalEmbedding(" + ab + ")", allocation({a, b}, 4),
+          [&] { return std::make_shared<nn::LearnedPositionalEmbedding>(a, b); });
+      // The sinusoidal table is built in float64, then kept in float32.
+      run_case<std::shared_ptr<nn::SinusoidalPositionalEncoding>>(
+          "nn::SinusoidalPositionalEncoding(" + ab + ")", allocation({a, b}, 8),
+          [&] { return std::make_shared<nn::SinusoidalPositionalEncoding>(a, b); });
     }
   for (int64_t a : kSizes) {
     const std::string as = std::to_string(a);

@@ -22,6 +22,13 @@ struct StridedPlan {
   explicit StridedPlan(const Tensor* const (&ops)[N]) {
     const Shape& out_shape = ops[0]->shape();
     for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->raw_data_ptr());
+    if (ops[0]->numel() == 0) {  // nothing to walk; an empty tensor's byte strides may not even fit
+      numel = 0;                  // in int64 ([0, 2^62] has stride 2^62: Note [checked sizes])
+      shape[0] = 0;
+      for (int k = 0; k < N; ++k) strides[k][0] = 0;
+      ndim = 1;
+      return;
+    }
     int64_t st[N][kMaxDims];
     for (int k = 0; k < N; ++k) {
       const Tensor& t = *ops[k];

@@ -42,6 +42,10 @@ std::ostream& operator<<(std::ostream& os, const Shape& s) {
 }
 
 int64_t numel_of(const Shape& shape) {
+  // The zero first: an empty tensor may have other sizes whose product alone passes int64
+  // ([2^32, 2^32, 0]). For a tensor with elements the product fits (Note [checked sizes]).
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;

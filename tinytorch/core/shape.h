@@ -69,6 +69,8 @@ struct DimList {
 
 std::ostream& operator<<(std::ostream& os, const Shape& s);  // [2, 3]
 
+// The element count of a tensor's shape, unchecked: every tensor's shape was checked when it was
+// made (core/checked.h). For sizes from a user, use checked_numel.
 int64_t numel_of(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);
 // Wraps a possibly negative dim into [0, ndim); `op` names the caller in the error.

@@ -55,14 +55,16 @@ Tensor sinusoidal_positions(int64_t seq_len, int64_t dim, double base) {
   TT_CHECK(seq_len >= 0 && dim >= 0, "sinusoidal_positions: seq_len and dim must be >= 0, got ", seq_len, " and ",
            dim);
   TT_CHECK(base > 0, "sinusoidal_positions: base must be > 0, got ", base);
+  // A float64 tensor, not a vector: a table too large to hold is a tt::Error from the allocator.
+  Tensor table = detail::empty({seq_len, dim}, kFloat64, "sinusoidal_positions");
+  double* pe = table.data_ptr<double>();  // Note [sinusoidal layout]
   // TT_EXERCISE_BEGIN(10)
-  std::vector<double> pe(size_t(seq_len * dim));  // Note [sinusoidal layout]
   for (int64_t t = 0; t < seq_len; ++t)
     for (int64_t j = 0; j < dim; ++j) {
       double angle = double(t) * std::pow(base, -double(j - j % 2) / double(dim));
-      pe[size_t(t * dim + j)] = j % 2 == 0 ? std::sin(angle) : std::cos(angle);
+      pe[t * dim + j] = j % 2 == 0 ? std::sin(angle) : std::cos(angle);
     }
-  return tensor(pe, {seq_len, dim}).to(kFloat32);
+  return table.to(kFloat32);
   // TT_EXERCISE_END
 }
 
