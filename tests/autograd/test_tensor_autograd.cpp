@@ -94,6 +94,49 @@ TEST_CASE("hooks observe and replace gradients", "[autograd][engine]") {
   }
 }
 
+TEST_CASE("a hook that changes a gradient's shape or dtype is refused where it returns", "[autograd][engine]") {
+  Tensor x = leaf(vec64({1.0, 2.0, 3.0}));
+  SECTION("leaf hook, shape") {
+    x.register_hook([](const Tensor& g) { return g.sum(); });
+    Tensor y = (x * 2.0).sum();
+    REQUIRE_THROWS_AS(y.backward(), ShapeError);
+    REQUIRE_THROWS_WITH((x * 2.0).sum().backward(),
+                        "register_hook: a hook on a leaf of shape [3] has changed the shape of the gradient: "
+                        "expected [3], got []; a hook may return new values, not a new shape");
+    CHECK_FALSE(x.grad().defined());  // nothing was accumulated
+  }
+  SECTION("non-leaf hook, dtype") {
+    Tensor h = x * x;
+    h.register_hook([](const Tensor& g) { return g.to(kFloat32); });
+    Tensor y = (h * 3.0).sum();
+    REQUIRE_THROWS_AS(y.backward(Tensor(), /*retain_graph=*/true), DtypeError);
+    REQUIRE_THROWS_WITH(y.backward(), Contains("register_hook: a hook on output 0 of ") &&
+                                          Contains("has changed the dtype of the gradient: expected float64, got float32"));
+    CHECK_FALSE(x.grad().defined());
+  }
+  SECTION("a hook that keeps shape and dtype is still free to change values") {
+    x.register_hook([](const Tensor& g) { return g * 0.5; });
+    (x * 2.0).sum().backward();
+    CHECK_ALLCLOSE(x.grad(), vec64({1.0, 1.0, 1.0}));
+  }
+}
+
+TEST_CASE("set_grad checks shape, dtype and identity where the gradient is assigned", "[autograd][engine]") {
+  Tensor w = leaf(tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}}, kFloat64));
+  w.set_grad(ones({2, 3}, kFloat64));
+  REQUIRE_THROWS_AS(w.set_grad(ones({3}, kFloat64)), ShapeError);
+  REQUIRE_THROWS_WITH(w.set_grad(ones({3, 2}, kFloat64)),
+                      "set_grad: assigned grad has a different shape: expected [2, 3] (the tensor's shape), got [3, 2]");
+  REQUIRE_THROWS_AS(w.set_grad(ones({2, 3}, kFloat32)), DtypeError);
+  REQUIRE_THROWS_WITH(w.set_grad(ones({2, 3}, kFloat32)),
+                      "set_grad: assigned grad has a different dtype: expected float64 (the tensor's dtype), got float32");
+  REQUIRE_THROWS_WITH(w.set_grad(w), "set_grad: a tensor cannot be its own gradient");
+  // A refused gradient changes nothing.
+  CHECK_ALLCLOSE(w.grad(), ones({2, 3}, kFloat64));
+  w.set_grad(Tensor());
+  CHECK_FALSE(w.grad().defined());
+}
+
 TEST_CASE("retain_grad keeps a non-leaf's gradient", "[autograd][engine]") {
   Tensor x = leaf(vec64({1.0, 2.0}));
   Tensor h = x * 2.0;

@@ -84,6 +84,25 @@ TEST_CASE("train and eval reach every descendant", "[nn][module]") {
   CHECK(net.blocks->ptr<Block>(1)->fc->is_training());
 }
 
+TEST_CASE("EvalModeGuard gives eval behaviour on its thread without changing any flag", "[nn][module]") {
+  Net net;
+  {
+    nn::EvalModeGuard outer;
+    CHECK(nn::EvalModeGuard::is_active());
+    CHECK_FALSE(net.is_training());
+    CHECK_FALSE(net.drop->is_training());
+    {
+      nn::EvalModeGuard inner;  // nests
+    }
+    CHECK(nn::EvalModeGuard::is_active());
+    net.train();  // the flag changes, the behaviour on this thread stays eval
+    CHECK_FALSE(net.is_training());
+  }
+  CHECK_FALSE(nn::EvalModeGuard::is_active());
+  CHECK(net.is_training());
+  CHECK(net.blocks->ptr<Block>(1)->fc->is_training());
+}
+
 TEST_CASE("state_dict round trips and shares storage", "[nn][module][state_dict]") {
   manual_seed(1);
   Net a;

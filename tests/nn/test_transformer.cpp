@@ -395,7 +395,8 @@ TEST_CASE("generate slides the window past context_length", "[nn][transformer]")
   }
 }
 
-TEST_CASE("generate runs in eval mode without grad and restores the modes, also on errors", "[nn][transformer]") {
+TEST_CASE("generate runs with eval behaviour and without grad and leaves the modes as they were, also on errors",
+          "[nn][transformer]") {
   manual_seed(1412);
   nn::GPT gpt(tiny().dropout(0.5));
   Tensor prompt = tensor({{1, 2, 3}});
@@ -416,7 +417,7 @@ TEST_CASE("generate runs in eval mode without grad and restores the modes, also 
   CHECK_FALSE(gpt.blocks->ptr<nn::TransformerBlock>(0)->drop->is_training());
   CHECK(gpt.blocks->ptr<nn::TransformerBlock>(1)->drop->is_training());
 
-  // A token id outside the vocabulary fails inside the forward: modes are still restored.
+  // A token id outside the vocabulary fails inside the forward: the modes are still as they were.
   REQUIRE_THROWS(gpt.generate(tensor({{1, 11}}), 2));
   CHECK(gpt.is_training());
   CHECK(gpt.blocks->ptr<nn::TransformerBlock>(1)->is_training());

@@ -9,7 +9,9 @@
 // the final sum into .grad.
 #include "tinytorch/autograd/engine.h"
 
+#include <mutex>
 #include <queue>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -76,13 +78,24 @@ struct GraphTask {
       for (auto& [k, hook] : n->pre_hooks) {
         if (!grads[k].defined()) continue;
         Tensor replaced = hook(grads[k]);
-        if (replaced.defined()) grads[k] = replaced;
+        if (!replaced.defined()) continue;
+        check_hook_result(grads[k], replaced, "output " + std::to_string(k) + " of " + n->name());
+        grads[k] = replaced;
       }
       if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) {  // a leaf's own hooks
-        for (auto& hook : acc->variable->hooks) {
+        // A copy taken under the leaf's lock: another thread may register one meanwhile, and a
+        // hook may itself use the leaf (Note [threads] in node.cpp).
+        std::vector<Hook> hooks;
+        {
+          std::lock_guard<std::recursive_mutex> lock(acc->variable->autograd_mutex);
+          hooks = acc->variable->hooks;
+        }
+        for (auto& hook : hooks) {
           if (!grads[0].defined()) break;
           Tensor replaced = hook(grads[0]);
-          if (replaced.defined()) grads[0] = replaced;
+          if (!replaced.defined()) continue;
+          check_hook_result(grads[0], replaced, detail::concat("a leaf of shape ", acc->variable->shape));
+          grads[0] = replaced;
         }
       }
       auto cap = captures.find(n);

@@ -2,6 +2,7 @@
 #include "tinytorch/autograd/node.h"
 
 #include <atomic>
+#include <mutex>
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/autograd/grad_mode.h"
@@ -42,15 +43,47 @@ Node::~Node() {
   }  // n is freed here with no children left to recurse into
 }
 
+// Note [threads]: what may be shared between threads.
+//
+// Safe. Threads may share leaves (a model's parameters) for concurrent forward AND backward
+// passes, each thread building and running its own graph: every leaf's lazily made
+// AccumulateGrad node, its .grad and its hook list are guarded by the leaf's autograd_mutex
+// (core/tensor.h), so each backward's contribution is added exactly once, in some order. With
+// float arithmetic the order can change the last bits of .grad (a + b + c vs a + c + b); adding
+// equal terms is order-free. Version counters are atomic, so in-place writes to DISJOINT views
+// of one storage from several threads all count. Grad mode (NoGradGuard, AutoGradMode) is per
+// thread, as is the eval behaviour of nn::EvalModeGuard, which is how GPT::generate runs a
+// shared model without touching its training flags. The allocator and the random generators
+// lock. Separate models on separate threads share nothing and give bitwise the results of
+// serial runs (given that each is built and seeded before the threads start, or draws from its
+// own Generator).
+//
+// Not safe (the caller must serialize them against any other use of the same tensors):
+//  * in-place ops on the same tensor, or on overlapping views, from two threads;
+//  * optimizer.step(), zero_grad() or set_grad() while another thread runs a forward or backward
+//    on those parameters (step writes the parameters in place: a concurrent backward sees the
+//    version change and throws, or worse, a forward reads half-updated values);
+//  * reading .grad's values while backward passes into it are still running;
+//  * Module::train()/eval(), to(), load_state_dict() and register_* while the module is in use;
+//  * backward through the SAME graph (a shared non-leaf's grad_fn) from two threads, and
+//    register_hook/retain_grad on a non-leaf another thread is differentiating;
+//  * a TransformerBlock that records its attention maps (record_attention): its forward writes
+//    the last map into the module. (RotaryEmbedding's table cache is locked and is safe.)
+// The lock is per leaf and uncontended on one thread: a single-threaded backward pays one
+// uncontended mutex per leaf it reaches, as PyTorch does.
+
 // A leaf's .grad is its own contiguous tensor, so optimizers may update it in place: the
 // incoming gradient is kept as it is only when nothing else can see its memory (a fresh result
 // of backward), and copied otherwise (an expanded view, or a gradient the caller passed in).
 // Later gradients are added in place; with create_graph they are added out of place so the sum
 // stays differentiable.
+// Several threads' backward passes may arrive at once: the leaf's lock makes each addition
+// whole (Note [threads]).
 TensorList AccumulateGrad::apply(TensorList&& grads) {
   Tensor g = std::move(grads[0]);
   if (!g.defined()) return {};
   const bool graph = GradMode::is_enabled();
+  std::lock_guard<std::recursive_mutex> lock(variable->autograd_mutex);
   if (!variable->grad) {
     // A gradient nobody else can see (its handle and its storage are ours alone) and that fills
     // its storage contiguously is kept as it is, not copied. A reshaped view of a fresh result
@@ -114,6 +147,8 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
 Edge gradient_edge(const Tensor& t) {
   TensorImpl* impl = t.unsafe_impl();
   if (impl->grad_fn) return Edge{impl->grad_fn, impl->output_nr};
+  // Threads sharing this leaf must all get the same node (Note [threads]).
+  std::lock_guard<std::recursive_mutex> lock(impl->autograd_mutex);
   std::shared_ptr<Node> acc = impl->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t.impl_ptr());

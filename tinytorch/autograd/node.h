@@ -81,6 +81,10 @@ class SavedVariable {
 // call in the wrong order throws (the rule used to live in comments beside each caller).
 SavedVariable save_output(const Tensor& out, const Node& node);
 
+// Throws ShapeError, DtypeError or DeviceError when a hook's `returned` gradient differs from the
+// `given` one in shape, dtype or device; `whose` names the tensor ("output 0 of MulBackward0").
+void check_hook_result(const Tensor& given, const Tensor& returned, const std::string& whose);
+
 // Graph-recording helpers used by ops.
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 // The edge a gradient for `t` should travel along (its grad_fn, or its AccumulateGrad).

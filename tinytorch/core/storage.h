@@ -1,8 +1,10 @@
 // Storage: one allocation of bytes on one device, shared by a tensor and all of its views.
 // It also carries the version counter: every in-place write to any view bumps it, which is how
-// autograd notices that a tensor saved for backward was modified.
+// autograd notices that a tensor saved for backward was modified. The counter is atomic: threads
+// writing disjoint views of one storage each count (Note [threads] in autograd/node.cpp).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -26,7 +28,9 @@ struct StorageImpl {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device;
-  uint64_t version = 0;
+  // Relaxed order is enough: the counter only has to count; what makes another thread's writes
+  // visible is whatever synchronization hands the tensor over (a join, a lock).
+  std::atomic<uint64_t> version{0};
 
  private:
   Allocator* allocator_ = nullptr;

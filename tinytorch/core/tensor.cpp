@@ -46,11 +46,27 @@ Tensor& Tensor::requires_grad_(bool r) {
   return *this;
 }
 
+Tensor Tensor::grad() const {
+  const TensorImpl& t = impl();
+  std::lock_guard<std::recursive_mutex> lock(t.autograd_mutex);
+  return t.grad ? Tensor(t.grad) : Tensor();
+}
+
+// Checked here, where the wrong gradient comes in, rather than at the optimizer step or the next
+// backward that would trip over it.
 void Tensor::set_grad(const Tensor& g) const {
-  if (g.defined())
-    TT_CHECK_SHAPE(g.shape() == shape(), "set_grad: gradient of shape ", g.shape(),
-                   " does not match the tensor's shape ", shape());
-  impl().grad = g.defined() ? g.impl_ptr() : nullptr;
+  if (g.defined()) {
+    TT_CHECK(!g.is_same(*this), "set_grad: a tensor cannot be its own gradient");
+    TT_CHECK_SHAPE(g.shape() == shape(), "set_grad: assigned grad has a different shape: expected ", shape(),
+                   " (the tensor's shape), got ", g.shape());
+    TT_CHECK_DTYPE(g.dtype() == dtype(), "set_grad: assigned grad has a different dtype: expected ", dtype(),
+                   " (the tensor's dtype), got ", g.dtype());
+    TT_CHECK_DEVICE(g.device() == device(), "set_grad: assigned grad is on a different device: expected ",
+                    device(), " (the tensor's device), got ", g.device());
+  }
+  TensorImpl& t = impl();
+  std::lock_guard<std::recursive_mutex> lock(t.autograd_mutex);
+  t.grad = g.defined() ? g.impl_ptr() : nullptr;
 }
 
 void Tensor::set_data(const Tensor& new_data) const {
@@ -62,7 +78,7 @@ void Tensor::set_data(const Tensor& new_data) const {
   if (new_data.is_same(*this)) return;
   TensorImpl& self = impl();
   const TensorImpl& src = new_data.impl();
-  const uint64_t old_version = self.storage->version;
+  const uint64_t old_version = self.storage->version.load();
   bool same_kind = self.dtype == src.dtype && self.storage->device == src.storage->device && self.shape == src.shape;
   self.storage = src.storage;
   self.offset = src.offset;
@@ -71,8 +87,11 @@ void Tensor::set_data(const Tensor& new_data) const {
   self.dtype = src.dtype;
   // A backward that saved this tensor before the swap must notice: the new data's version is
   // moved past the old one, so SavedVariable's check fails instead of reading replaced values.
-  self.storage->version = std::max(self.storage->version, old_version + 1);
-  if (!same_kind) self.grad = nullptr;
+  self.storage->version.store(std::max(self.storage->version.load(), old_version + 1));
+  if (!same_kind) {
+    std::lock_guard<std::recursive_mutex> lock(self.autograd_mutex);
+    self.grad = nullptr;
+  }
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {

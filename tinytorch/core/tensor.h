@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -41,12 +42,17 @@ struct TensorImpl {
   ScalarType dtype = kFloat32;
   // Autograd state (used by tinytorch/autograd; plain data here).
   bool requires_grad = false;
-  std::shared_ptr<TensorImpl> grad;
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;
-  std::weak_ptr<autograd::Node> grad_accumulator;  // a leaf's AccumulateGrad, shared by its uses
   bool retains_grad = false;
   bool is_view = false;  // made by a view op from another tensor's storage
+  // Guards the three members below: threads sharing a leaf all reach them during their forward
+  // and backward passes (Note [threads] in autograd/node.cpp).
+  // Recursive: with create_graph, the addition into .grad records ops that may look up this very
+  // leaf's accumulator again (x.backward(x, false, true) on a leaf x).
+  mutable std::recursive_mutex autograd_mutex;
+  std::shared_ptr<TensorImpl> grad;
+  std::weak_ptr<autograd::Node> grad_accumulator;  // a leaf's AccumulateGrad, shared by its uses
   // Hooks of a leaf, run on its gradient before it is accumulated (register_hook).
   std::vector<std::function<Tensor(const Tensor&)>> hooks;
 };
@@ -75,8 +81,8 @@ class Tensor {
   bool is_floating_point() const { return tt::is_floating_point(dtype()); }
   bool is_cuda() const { return device().is_cuda(); }
   const Storage& storage() const { return impl().storage; }
-  uint64_t version() const { return impl().storage->version; }
-  void bump_version() const { ++impl().storage->version; }
+  uint64_t version() const { return impl().storage->version.load(std::memory_order_relaxed); }
+  void bump_version() const { impl().storage->version.fetch_add(1, std::memory_order_relaxed); }
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
   TensorImpl* unsafe_impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
@@ -100,8 +106,11 @@ class Tensor {
   // The accumulated gradient of a leaf (or of a non-leaf after retain_grad()); undefined until
   // a backward reaches it. Gradients ADD UP across backward calls: clear them with
   // set_grad(Tensor()) (the "set to none" way, as PyTorch's zero_grad() does by default) or
-  // grad().zero_() between steps.
-  Tensor grad() const { return impl().grad ? Tensor(impl().grad) : Tensor(); }
+  // grad().zero_() between steps. Read it once the backward passes that feed it are over: the
+  // handle is read under the leaf's lock, the values it points at are not.
+  Tensor grad() const;
+  // Replaces the gradient: g must have this tensor's shape, dtype and device (ShapeError,
+  // DtypeError, DeviceError otherwise), or be undefined to clear it.
   void set_grad(const Tensor& g) const;
   bool is_leaf() const { return impl().grad_fn == nullptr; }
   const std::shared_ptr<autograd::Node>& grad_fn() const { return impl().grad_fn; }

@@ -15,6 +15,14 @@
 namespace tt::nn {
 
 namespace {
+thread_local bool eval_mode_forced = false;  // per thread, as grad mode (autograd/grad_mode.cpp)
+}  // namespace
+
+EvalModeGuard::EvalModeGuard() : prev_(eval_mode_forced) { eval_mode_forced = true; }
+EvalModeGuard::~EvalModeGuard() { eval_mode_forced = prev_; }
+bool EvalModeGuard::is_active() { return eval_mode_forced; }
+
+namespace {
 
 void check_name(const std::string& name, const char* what) {
   TT_CHECK(!name.empty(), "Module::", what, ": the name must not be empty");

@@ -39,6 +39,23 @@ struct LoadResult {
   std::vector<std::string> unexpected_keys;  // in the state dict, not in the module
 };
 
+// While one is alive, every module behaves ON THIS THREAD as after eval() (is_training() is
+// false: dropout off) without any module's flag being changed, so other threads using the same
+// modules keep their mode. GPT::generate runs under one (Note [threads] in autograd/node.cpp).
+// Nests; one thread's guard never affects another thread.
+class EvalModeGuard {
+ public:
+  EvalModeGuard();
+  ~EvalModeGuard();
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+  // True on a thread inside at least one EvalModeGuard.
+  static bool is_active();
+
+ private:
+  bool prev_;
+};
+
 class Module : public std::enable_shared_from_this<Module> {
  public:
   Module() = default;
@@ -83,10 +100,12 @@ class Module : public std::enable_shared_from_this<Module> {
   void apply(const std::function<void(Module&)>& fn);
 
   // --- modes and conversion ---------------------------------------------------------------
-  // Training mode (the default) turns dropout on; eval() turns it off. Recursive.
+  // Training mode (the default) turns dropout on; eval() turns it off. Recursive. Changing the
+  // mode of a module another thread is using is a race: use EvalModeGuard there instead.
   virtual void train(bool on = true);
   void eval() { train(false); }
-  bool is_training() const { return training_; }
+  // How the module behaves on this thread: its flag, unless an EvalModeGuard is active here.
+  bool is_training() const { return training_ && !EvalModeGuard::is_active(); }
   // Moves parameters, their gradients and buffers to a device, in place: every handle to a
   // parameter (a member, parameters(), an optimizer) sees the new data, as in PyTorch, and each
   // gradient moves with its parameter. All or nothing: if any conversion fails (no such device,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -142,7 +143,7 @@ std::pair<Tensor, Tensor> rotary_tensors(int64_t first, int64_t L, int64_t D, do
 // The cache covers positions [0, L) and grows by doubling, up to kMaxCachedPositions; a window
 // reaching past that (a huge offset) gets its own rows, computed for it alone, so memory follows
 // seq_len and not the position. The lock makes cos_sin safe to call from several threads on one
-// shared module (Note [threads] in autograd/engine.cpp): each caller gets tensors that stay valid
+// shared module (Note [threads] in autograd/node.cpp): each caller gets tensors that stay valid
 // whatever another caller does to the cache afterwards.
 std::pair<Tensor, Tensor> RotaryEmbedding::cos_sin(int64_t seq_len, int64_t offset, ScalarType dtype,
                                                    Device device) const {
@@ -188,8 +189,8 @@ Tensor RotaryEmbedding::apply(const Tensor& x, const Tensor& positions) const {
   int64_t hi = positions.numel() ? positions.max().item<int64_t>() : -1;
   int64_t lo = positions.numel() ? positions.min().item<int64_t>() : 0;
   TT_CHECK_INDEX(lo >= 0, "nn::RotaryEmbedding: positions must be >= 0, got ", lo);
-  cos_sin(hi + 1, 0, x.dtype(), x.device());  // grows the cache to cover every position
-  Tensor cos = embedding(cos_cached_, positions), sin = embedding(sin_cached_, positions);  // [T, D] or [B, T, D]
+  auto [table_cos, table_sin] = cos_sin(hi + 1, 0, x.dtype(), x.device());  // every position 0 .. hi
+  Tensor cos = embedding(table_cos, positions), sin = embedding(table_sin, positions);  // [T, D] or [B, T, D]
   if (per_batch) {
     cos = unsqueeze(cos, 1);  // [B, 1, T, D]: the same rotation for every head
     sin = unsqueeze(sin, 1);

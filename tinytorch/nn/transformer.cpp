@@ -188,24 +188,6 @@ Tensor GPT::forward_cached(const Tensor& ids, std::vector<KVCache>& caches) cons
 
 namespace {
 
-// Restores the training flag of every module of a tree on scope exit, exceptions included.
-class TrainingModeGuard {
- public:
-  explicit TrainingModeGuard(Module& root) {
-    root.apply([this](Module& m) { saved_.emplace_back(&m, m.is_training()); });
-  }
-  ~TrainingModeGuard() {
-    // apply() visits children before parents; train() is recursive, so restore parents first
-    // and let each child then set its own flag.
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) it->first->train(it->second);
-  }
-  TrainingModeGuard(const TrainingModeGuard&) = delete;
-  TrainingModeGuard& operator=(const TrainingModeGuard&) = delete;
-
- private:
-  std::vector<std::pair<Module*, bool>> saved_;
-};
-
 // One next token per row of the last position's logits [B, V] -> int64 [B, 1] on `device`.
 // Note [sampling]: greedy takes the argmax (the first on ties). Otherwise the candidates are
 // all tokens, or the top_k largest logits (ties broken towards the lower id, so top_k = 1 is
@@ -262,8 +244,9 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, const GenerateOp
            "nn::GPT::generate: temperature must be a finite number > 0, got ", opts.temperature(),
            " (use greedy(true) for argmax decoding)");
   TT_CHECK(opts.top_k() >= 0, "nn::GPT::generate: top_k must be >= 0 (0 = all tokens), got ", opts.top_k());
-  TrainingModeGuard mode(*this);
-  eval();
+  // Eval behaviour and no grad for this thread only: the modules' flags are left alone, so one
+  // model may generate on several threads at once (Note [threads] in autograd/node.cpp).
+  EvalModeGuard eval_mode;
   NoGradGuard no_grad;
 
   const int64_t ctx = options.context_length();

@@ -142,8 +142,9 @@ class GPT : public Module {
   // ids: int64 [B, T], T <= context_length -> logits [B, T, vocab_size]. Causal.
   Tensor forward(const Tensor& ids) const;
   Tensor operator()(const Tensor& ids) const { return forward(ids); }
-  // Appends max_new_tokens tokens to ids [B, T] and returns [B, T + max_new_tokens], in eval
-  // mode and without grad (every submodule's mode is restored, also on errors). Throws tt::Error
+  // Appends max_new_tokens tokens to ids [B, T] and returns [B, T + max_new_tokens], with eval
+  // behaviour and without grad on this thread (EvalModeGuard, NoGradGuard): no module's training
+  // flag is touched, so several threads may generate from one model at once. Throws tt::Error
   // for max_new_tokens < 0, temperature <= 0 (also when greedy), top_k < 0 (top_k >= vocab_size
   // means all tokens). The prompt may be longer than context_length (only its last
   // context_length tokens are seen). Sampling draws one uniform per row and step from
