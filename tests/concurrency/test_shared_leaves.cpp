@@ -2,8 +2,11 @@
 // backward into one leaf, forward and backward through shared parameters, version counters of
 // one storage bumped from several threads, grad mode per thread. Not here: whole models and
 // generation (test_shared_models.cpp).
+#include <algorithm>
 #include <atomic>
 #include <vector>
+
+#include <omp.h>
 
 #include "threads.h"
 
@@ -15,16 +18,27 @@ constexpr int kThreads = 4;
 }  // namespace
 
 TEST_CASE("concurrent backward into one leaf loses no update", "[concurrency]") {
-  // 1000 backward passes, each adding exactly 1 to every element of w.grad. Each pass builds a
-  // fresh graph, so every thread also looks up (or creates) w's grad accumulator over and over
-  // while the others accumulate through it.
-  constexpr int kPerThread = 250;
-  Tensor w = zeros({3}, kFloat64).requires_grad_();
-  run_threads(kThreads, [&](int) {
-    for (int i = 0; i < kPerThread; ++i) (w * 1.0).sum().backward();
-  });
-  REQUIRE(w.grad().defined());
-  CHECK(w.grad().to_vector<double>() == std::vector<double>(3, double(kThreads * kPerThread)));
+  // Per round, 1000 backward passes, each adding exactly 1 to every element of w.grad. Each pass
+  // builds a fresh graph, so every thread also looks up (or creates) w's grad accumulator over
+  // and over while the others accumulate through it. w is large enough that two unguarded
+  // additions into .grad overlap often (a lost update shows as an element short of 1000), and
+  // each thread runs its kernels on itself alone (OpenMP's team size is a per-thread setting),
+  // which is what makes them overlap: without the lock, rounds lost from 2 to 750 of the 1000
+  // updates, in about half of them.
+  constexpr int kRounds = 4, kPerThread = 250;
+  constexpr int64_t kSize = 16384;
+  for (int round = 0; round < kRounds; ++round) {
+    Tensor w = zeros({kSize}, kFloat64).requires_grad_();
+    run_threads(kThreads, [&](int) {
+      omp_set_num_threads(1);
+      for (int i = 0; i < kPerThread; ++i) (w * 1.0).sum().backward();
+    });
+    REQUIRE(w.grad().defined());
+    std::vector<double> got = w.grad().to_vector<double>();
+    INFO("round " << round);
+    REQUIRE(*std::min_element(got.begin(), got.end()) == double(kThreads * kPerThread));
+    REQUIRE(*std::max_element(got.begin(), got.end()) == double(kThreads * kPerThread));
+  }
 }
 
 TEST_CASE("concurrent backward into a fresh leaf creates one grad accumulator", "[concurrency]") {
