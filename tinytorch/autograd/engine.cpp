@@ -79,7 +79,7 @@ struct GraphTask {
         if (!grads[k].defined()) continue;
         Tensor replaced = hook(grads[k]);
         if (!replaced.defined()) continue;
-        check_hook_result(grads[k], replaced, "output " + std::to_string(k) + " of " + n->name());
+        check_hook_result(grads[k], replaced, [&] { return "output " + std::to_string(k) + " of " + n->name(); });
         grads[k] = replaced;
       }
       if (auto* acc = dynamic_cast<AccumulateGrad*>(n)) {  // a leaf's own hooks
@@ -94,7 +94,7 @@ struct GraphTask {
           if (!grads[0].defined()) break;
           Tensor replaced = hook(grads[0]);
           if (!replaced.defined()) continue;
-          check_hook_result(grads[0], replaced, detail::concat("a leaf of shape ", acc->variable->shape));
+          check_hook_result(grads[0], replaced, [&] { return detail::concat("a leaf of shape ", acc->variable->shape); });
           grads[0] = replaced;
         }
       }

@@ -4,8 +4,10 @@
 // go with graphs; a non-leaf's hooks live on its grad_fn as pre-hooks of its output (the engine,
 // engine.cpp, runs them before the node). A hook may replace a gradient's values, never its
 // shape, dtype or device: the engine checks what a hook returns (check_hook_result).
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "tinytorch/autograd/node.h"
 #include "tinytorch/core/tensor.h"
@@ -40,16 +42,17 @@ void Tensor::retain_grad() const {
 
 namespace autograd {
 
-void check_hook_result(const Tensor& given, const Tensor& returned, const std::string& whose) {
-  TT_CHECK_SHAPE(returned.shape() == given.shape(), "register_hook: a hook on ", whose,
+void check_hook_result(const Tensor& given, const Tensor& returned, const std::function<std::string()>& whose) {
+  if (returned.shape() == given.shape() && returned.dtype() == given.dtype() && returned.device() == given.device())
+    return;
+  TT_CHECK_SHAPE(returned.shape() == given.shape(), "register_hook: a hook on ", whose(),
                  " has changed the shape of the gradient: expected ", given.shape(), ", got ", returned.shape(),
                  "; a hook may return new values, not a new shape");
-  TT_CHECK_DTYPE(returned.dtype() == given.dtype(), "register_hook: a hook on ", whose,
+  TT_CHECK_DTYPE(returned.dtype() == given.dtype(), "register_hook: a hook on ", whose(),
                  " has changed the dtype of the gradient: expected ", given.dtype(), ", got ", returned.dtype(),
                  "; a hook may return new values, not a new dtype");
-  TT_CHECK_DEVICE(returned.device() == given.device(), "register_hook: a hook on ", whose,
-                  " has moved the gradient to another device: expected ", given.device(), ", got ",
-                  returned.device(), "; a hook may return new values, not a new device");
+  TT_CHECK_DEVICE(false, "register_hook: a hook on ", whose(), " has moved the gradient to another device: expected ",
+                  given.device(), ", got ", returned.device(), "; a hook may return new values, not a new device");
 }
 
 }  // namespace autograd

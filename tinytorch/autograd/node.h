@@ -82,8 +82,9 @@ class SavedVariable {
 SavedVariable save_output(const Tensor& out, const Node& node);
 
 // Throws ShapeError, DtypeError or DeviceError when a hook's `returned` gradient differs from the
-// `given` one in shape, dtype or device; `whose` names the tensor ("output 0 of MulBackward0").
-void check_hook_result(const Tensor& given, const Tensor& returned, const std::string& whose);
+// `given` one in shape, dtype or device; whose() names the tensor ("output 0 of MulBackward0"),
+// and is called only to write the message.
+void check_hook_result(const Tensor& given, const Tensor& returned, const std::function<std::string()>& whose);
 
 // Graph-recording helpers used by ops.
 bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
