@@ -132,9 +132,15 @@ TEST_CASE("device checks: optimizer steps and modules", "[ops][device]") {
   CHECK(p.to_vector<float>() == std::vector<float>(6, 0.f));
   CHECK(p.version() == 0);
 
-  // The optimizers themselves: a gradient left on another device.
+  // set_grad refuses a gradient on another device where it is assigned.
   Tensor w = zeros({2, 3}).requires_grad_();
-  w.set_grad(fake_cuda({2, 3}));
+  REQUIRE_THROWS_AS(w.set_grad(fake_cuda({2, 3})), DeviceError);
+  REQUIRE_THROWS_WITH(w.set_grad(fake_cuda({2, 3})), "set_grad: assigned grad is on a different device: expected cpu "
+                                                     "(the tensor's device), got cuda:0");
+  CHECK_FALSE(w.grad().defined());
+  // The optimizers' own check, for a gradient on another device that got past set_grad (written
+  // into the TensorImpl directly).
+  w.unsafe_impl()->grad = fake_cuda({2, 3}).impl_ptr();
   optim::SGD opt({w}, optim::SGDOptions(0.1));
   REQUIRE_THROWS_WITH(opt.step(), mixed("sgd_step"));
   optim::AdamW adamw({w});

@@ -243,7 +243,9 @@ TEST_CASE("a non-contiguous parameter is updated through a contiguous copy", "[o
 TEST_CASE("a gradient of another dtype or shape is a clear error", "[optim]") {
   Tensor p = leaf({3});
   optim::SGD opt({p}, optim::SGDOptions(0.1));
-  p.set_grad(ones({3}, kFloat32));
+  REQUIRE_THROWS_AS(p.set_grad(ones({3}, kFloat32)), DtypeError);  // refused where it is assigned
+  // The step's own check, for a gradient that got past set_grad (written into the TensorImpl).
+  p.unsafe_impl()->grad = ones({3}, kFloat32).impl_ptr();
   REQUIRE_THROWS_AS(opt.step(), DtypeError);
   REQUIRE_THROWS_WITH(opt.step(), Contains("sgd_step: the gradient must have the parameter's dtype, got float32"));
   optim::AdamW adamw({p});
