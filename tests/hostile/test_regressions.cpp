@@ -124,6 +124,10 @@ TEST_CASE("RotaryEmbedding: a huge offset costs seq_len rows, not offset rows", 
   CHECK(testing::allclose(c_small, c_direct.slice(0, 5, 7), 0, 0));
   REQUIRE_THROWS_WITH(rope.cos_sin(2, hostile::kMax, kFloat64, kCPU),
                       Contains("nn::RotaryEmbedding: size arithmetic overflows int64"));
+  // A position of INT64_MAX: the table up to it would need INT64_MAX + 1 rows (was signed overflow).
+  Tensor x = ones({1, 1, 1, 4}, kFloat64);
+  REQUIRE_THROWS_WITH(rope.apply(x, tensor(std::vector<int64_t>{hostile::kMax}, {1})),
+                      Contains("nn::RotaryEmbedding: size arithmetic overflows int64: 9223372036854775807 + 1"));
 }
 
 TEST_CASE("chunk and split: piece counts and sizes that would overflow", "[hostile]") {

@@ -191,7 +191,8 @@ Tensor RotaryEmbedding::apply(const Tensor& x, const Tensor& positions) const {
   int64_t hi = positions.numel() ? positions.max().item<int64_t>() : -1;
   int64_t lo = positions.numel() ? positions.min().item<int64_t>() : 0;
   TT_CHECK_INDEX(lo >= 0, "nn::RotaryEmbedding: positions must be >= 0, got ", lo);
-  auto [table_cos, table_sin] = cos_sin(hi + 1, 0, x.dtype(), x.device());  // every position 0 .. hi
+  // Every position 0 .. hi (hi + 1 is checked: a position of INT64_MAX must not wrap around).
+  auto [table_cos, table_sin] = cos_sin(checked_add(hi, 1, "nn::RotaryEmbedding"), 0, x.dtype(), x.device());
   Tensor cos = embedding(table_cos, positions), sin = embedding(table_sin, positions);  // [T, D] or [B, T, D]
   if (per_batch) {
     cos = unsqueeze(cos, 1);  // [B, 1, T, D]: the same rotation for every head
