@@ -20,6 +20,15 @@
 //  * min_ratio: min over rounds of time_X / min over rounds of time_tinytorch: best case
 //    against best case, printed as a cross-check.
 // A per-op-time target (dispatch) is judged on tinytorch's median per-op time over rounds.
+//
+// Note [separate process]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// An external impl (ExternalImpl: PyTorch 2 through tools/bench_pytorch_cpu.py) runs as one
+// child process after every in-process round is over, timing each workload with the same method
+// on its own. Nothing pairs its samples with tinytorch's, so its ratios are of whole runs:
+// med_ratio = its median per-op time / tinytorch's median, min_ratio = min / min. A drift in
+// load between the two runs goes straight into them: they are less robust to noise than the
+// interleaved ratios, and the table says so under its rows.
 #include "harness.h"
 
 #include <algorithm>
@@ -124,6 +133,15 @@ std::string fmt_ms(double ms) {
   return buf;
 }
 
+// The start of a result line: `workload=... impl=... ms_min=... ms_med=...`, then GFLOP/s and
+// per-op µs where the workload has them. Times in seconds per op; the caller ends the line.
+void print_times(const WorkloadSpec& spec, const std::string& impl, double t_min, double t_med) {
+  std::printf("workload=%s impl=%s ms_min=%s ms_med=%s", spec.name.c_str(), impl.c_str(),
+              fmt_ms(t_min * 1e3).c_str(), fmt_ms(t_med * 1e3).c_str());
+  if (spec.flops > 0) std::printf(" gflops=%.1f", spec.flops / t_med * 1e-9);
+  if (spec.per_op_micros) std::printf(" us_min=%.3f us_med=%.3f", t_min * 1e6, t_med * 1e6);
+}
+
 struct ImplRun {
   std::string impl;
   std::vector<double> per_op_s;  // one per round
@@ -134,9 +152,17 @@ struct ImplRun {
   double peak_bytes = NAN;  // Prepared::peak_bytes, when the impl measures it
 };
 
+// A row of an external impl (Note [separate process]), once checked against tinytorch's checksum.
+struct ExternalRun {
+  std::string impl;
+  ExternalRow row;
+  bool check_ok = true;
+};
+
 struct WorkloadRun {
   const WorkloadSpec* spec = nullptr;
-  std::vector<ImplRun> runs;  // tinytorch first when it takes part
+  std::vector<ImplRun> runs;  // tinytorch first when it takes part; empty when only external impls do
+  std::vector<ExternalRun> external;
   int64_t iters = 1;
 };
 
@@ -144,6 +170,14 @@ const ImplRun* find_run(const WorkloadRun& w, const std::string& impl) {
   for (const ImplRun& r : w.runs)
     if (r.impl == impl) return &r;
   return nullptr;
+}
+
+// Did `impl` report anything for this workload, in process or out (a skipped row counts)?
+bool took_part(const WorkloadRun& w, const std::string& impl) {
+  if (find_run(w, impl)) return true;
+  for (const ExternalRun& e : w.external)
+    if (e.impl == impl) return true;
+  return false;
 }
 
 // Prepares every impl of one workload, checks they agree, warms up, calibrates and times the
@@ -203,10 +237,7 @@ WorkloadRun run_workload(const WorkloadSpec& spec, const std::vector<const Impl*
 
   for (const ImplRun& r : out.runs) {
     double t_min = min_of(r.per_op_s), t_med = median(r.per_op_s);
-    std::printf("workload=%s impl=%s ms_min=%s ms_med=%s", spec.name.c_str(), r.impl.c_str(),
-                fmt_ms(t_min * 1e3).c_str(), fmt_ms(t_med * 1e3).c_str());
-    if (spec.flops > 0) std::printf(" gflops=%.1f", spec.flops / t_med * 1e-9);
-    if (spec.per_op_micros) std::printf(" us_min=%.3f us_med=%.3f", t_min * 1e6, t_med * 1e6);
+    print_times(spec, r.impl, t_min, t_med);
     if (!std::isnan(r.peak_bytes)) std::printf(" peak_mb=%.1f", r.peak_bytes / (1024.0 * 1024.0));
     std::printf(" rounds=%d iters=%lld cores_busy=%.2f faults_per_op=%.0f%s\n", rounds,
                 (long long)out.iters, median(r.cores), median(r.faults),
@@ -216,26 +247,85 @@ WorkloadRun run_workload(const WorkloadSpec& spec, const std::vector<const Impl*
   return out;
 }
 
-// One row of the ratio table; returns its verdict ("PASS", "MISS", "n/a" or "-").
-std::string print_ratio_row(const WorkloadRun& w, const ImplRun& tt, const ImplRun& other,
-                            const Target* target) {
-  std::vector<double> per_round;
-  for (size_t r = 0; r < tt.per_op_s.size() && r < other.per_op_s.size(); ++r)
-    per_round.push_back(other.per_op_s[r] / tt.per_op_s[r]);
-  double med = median(per_round);
-  double best = min_of(other.per_op_s) / min_of(tt.per_op_s);
+// The ratio target `w` has against `impl`, if any.
+const Target* ratio_target(const WorkloadRun& w, const std::string& impl) {
+  for (const Target& t : w.spec->targets)
+    if (t.kind == Target::kRatioAtLeast && t.against == impl) return &t;
+  return nullptr;
+}
+
+// One row of the ratio table from its two ratios; returns its verdict ("PASS", "MISS", "WRONG"
+// or "-").
+std::string print_ratio(const WorkloadRun& w, const std::string& impl, double med, double best, bool check_ok,
+                        const Target* target) {
   std::string target_text = "-", verdict = "-";
   if (target) {
     char buf[32];
     std::snprintf(buf, sizeof buf, ">= %.2f", target->value);
     target_text = buf;
-    verdict = !other.check_ok ? "WRONG" : (med >= target->value ? "PASS" : "MISS");
+    verdict = !check_ok ? "WRONG" : (med >= target->value ? "PASS" : "MISS");
   }
   // A miss whose best-case ratio passes is as likely load noise as a real gap: say so.
   const char* hint = verdict == "MISS" && best >= target->value ? "  (min_ratio passes: noise?)" : "";
-  std::printf("%-18s %-12s %10.3f %10.3f  %-12s %s%s\n", w.spec->name.c_str(), other.impl.c_str(), med,
-              best, target_text.c_str(), verdict.c_str(), hint);
+  std::printf("%-18s %-12s %10.3f %10.3f  %-12s %s%s\n", w.spec->name.c_str(), impl.c_str(), med, best,
+              target_text.c_str(), verdict.c_str(), hint);
   return verdict;
+}
+
+// An in-process impl against tinytorch: per-round ratios (Note [ratios]).
+std::string print_ratio_row(const WorkloadRun& w, const ImplRun& tt, const ImplRun& other) {
+  std::vector<double> per_round;
+  for (size_t r = 0; r < tt.per_op_s.size() && r < other.per_op_s.size(); ++r)
+    per_round.push_back(other.per_op_s[r] / tt.per_op_s[r]);
+  const double best = min_of(other.per_op_s) / min_of(tt.per_op_s);
+  return print_ratio(w, other.impl, median(per_round), best, other.check_ok, ratio_target(w, other.impl));
+}
+
+// An external impl against tinytorch: whole-run ratios (Note [separate process]). A skipped row
+// has no ratio; its target, if any, is n/a.
+std::string print_external_row(const WorkloadRun& w, const ImplRun& tt, const ExternalRun& e) {
+  const Target* target = ratio_target(w, e.impl);
+  if (!e.row.skipped.empty()) {
+    char target_text[32] = "-";
+    if (target) std::snprintf(target_text, sizeof target_text, ">= %.2f", target->value);
+    std::printf("%-18s %-12s %10s %10s  %-12s %s\n", w.spec->name.c_str(), e.impl.c_str(), "-", "-", target_text,
+                target ? "n/a (skipped)" : "- (skipped)");
+    return target ? "n/a" : "-";
+  }
+  const double med = e.row.ms_med / (median(tt.per_op_s) * 1e3);
+  const double best = e.row.ms_min / (min_of(tt.per_op_s) * 1e3);
+  return print_ratio(w, e.impl, med, best, e.check_ok, target);
+}
+
+// Runs one external impl on every workload of `results` (Note [separate process]) and prints its
+// lines as they arrive, each checked against tinytorch's checksum when both have one.
+void run_external(const ExternalImpl& ext, std::vector<WorkloadRun>& results) {
+  std::vector<std::string> names;
+  for (const WorkloadRun& w : results) names.push_back(w.spec->name);
+  const std::string note = ext.run(names, [&](const ExternalRow& row) {
+    WorkloadRun* w = nullptr;
+    for (WorkloadRun& candidate : results)
+      if (candidate.spec->name == row.workload) w = &candidate;
+    if (w == nullptr) return;
+    ExternalRun e{ext.name, row, true};
+    if (!row.skipped.empty()) {
+      std::printf("workload=%s impl=%s skipped=%s\n", row.workload.c_str(), ext.name.c_str(), row.skipped.c_str());
+    } else {
+      const ImplRun* tt = find_run(*w, "tinytorch");
+      if (tt && row.has_check && !std::isnan(tt->check) &&
+          !(std::fabs(row.check - tt->check) <= w->spec->check_rtol * std::fabs(tt->check))) {
+        e.check_ok = false;
+        std::printf("# CHECK MISMATCH workload=%s impl=%s checksum=%.9g tinytorch=%.9g\n", row.workload.c_str(),
+                    ext.name.c_str(), row.check, tt->check);
+      }
+      print_times(*w->spec, ext.name, row.ms_min * 1e-3, row.ms_med * 1e-3);
+      std::printf("%s%s\n", row.fields.c_str(), e.check_ok ? "" : " check=MISMATCH");
+    }
+    std::fflush(stdout);
+    w->external.push_back(e);
+  });
+  std::printf("# %s: %s\n", ext.name.c_str(), note.c_str());
+  std::fflush(stdout);
 }
 
 // Profiling mode (Options::profile_ops): a fixed number of ops per impl and nothing else, so
@@ -254,7 +344,7 @@ void profile_workload(const WorkloadSpec& spec, const std::vector<const Impl*>& 
 }  // namespace
 
 int run_benchmarks(const std::vector<WorkloadSpec>& workloads, const std::vector<Impl>& impls,
-                   const Options& opts) {
+                   const std::vector<ExternalImpl>& external, const Options& opts) {
   std::regex filter(opts.filter.empty() ? std::string(".*") : opts.filter);
   std::vector<WorkloadRun> results;
   int matched = 0;
@@ -263,24 +353,34 @@ int run_benchmarks(const std::vector<WorkloadSpec>& workloads, const std::vector
     std::vector<const Impl*> taking_part;
     for (const Impl& impl : impls)
       if (impl.factories.count(spec.name)) taking_part.push_back(&impl);
-    if (taking_part.empty()) continue;
+    // External impls take part in every workload (marking those they cannot run), but not in
+    // profiling mode: a profiler attached to this process would not see them.
+    const bool external_part = !external.empty() && opts.profile_ops == 0;
+    if (taking_part.empty() && !external_part) continue;
     ++matched;
-    if (opts.profile_ops > 0)
+    if (opts.profile_ops > 0) {
       profile_workload(spec, taking_part, opts.profile_ops);
-    else
+    } else if (taking_part.empty()) {
+      WorkloadRun only_external;
+      only_external.spec = &spec;
+      results.push_back(only_external);
+    } else {
       results.push_back(run_workload(spec, taking_part, opts));
+    }
   }
   if (matched == 0) {
     std::printf("no workload matches --filter '%s' (see --list)\n", opts.filter.c_str());
     return 2;
   }
   if (opts.profile_ops > 0) return 0;
+  for (const ExternalImpl& ext : external) run_external(ext, results);
 
   std::printf("\n== ratios: tinytorch vs each impl (speed ratio, > 1 = tinytorch faster; "
               "med_ratio = median of per-round ratios) ==\n");
   std::printf("%-18s %-12s %10s %10s  %-12s %s\n", "workload", "vs", "med_ratio", "min_ratio", "target",
               "result");
   int pass = 0, miss = 0, na = 0;
+  bool external_ratios = false;
   auto tally = [&](const std::string& v) {
     if (v == "PASS") ++pass;
     else if (v == "MISS" || v == "WRONG") ++miss;
@@ -290,10 +390,12 @@ int run_benchmarks(const std::vector<WorkloadSpec>& workloads, const std::vector
     const ImplRun* tt = find_run(w, "tinytorch");
     for (const ImplRun& other : w.runs) {
       if (!tt || &other == tt) continue;
-      const Target* target = nullptr;
-      for (const Target& t : w.spec->targets)
-        if (t.kind == Target::kRatioAtLeast && t.against == other.impl) target = &t;
-      tally(print_ratio_row(w, *tt, other, target));
+      tally(print_ratio_row(w, *tt, other));
+    }
+    for (const ExternalRun& e : w.external) {
+      if (!tt) continue;
+      external_ratios = external_ratios || e.row.skipped.empty();
+      tally(print_external_row(w, *tt, e));
     }
     for (const Target& t : w.spec->targets) {
       if (t.kind == Target::kMicrosAtMost) {
@@ -329,12 +431,18 @@ int run_benchmarks(const std::vector<WorkloadSpec>& workloads, const std::vector
         std::printf("%-18s %-12s %10.3f %10.3f  %-12s %s%s\n", w.spec->name.c_str(), "sgemm share", share_med,
                     share_best, target_text, v.c_str(), hint);
         tally(v);
-      } else if (!tt || !find_run(w, t.against)) {
+      } else if (!tt || !took_part(w, t.against)) {
         std::printf("%-18s %-12s %10s %10s  >= %-9.2f n/a (%s not run)\n", w.spec->name.c_str(),
                     t.against.c_str(), "-", "-", t.value, tt ? t.against.c_str() : "tinytorch");
         tally("n/a");
       }
     }
+  }
+  if (external_ratios) {
+    std::printf("(rows vs");
+    for (const ExternalImpl& ext : external) std::printf(" %s", ext.name.c_str());
+    std::printf(": timed in a separate process after the rows above, not interleaved; med_ratio = "
+                "their ms_med / tinytorch's, min_ratio = ms_min / ms_min: less robust to load changes)\n");
   }
   std::printf("targets: %d PASS, %d MISS, %d n/a\n", pass, miss, na);
   return opts.fail_on_miss && miss > 0 ? 1 : 0;

@@ -83,6 +83,45 @@ void add_attention_workloads_libtorch(Impl& impl);
 void add_sdpa_workloads_tinytorch(Impl& impl);
 void add_sdpa_workloads_libtorch(Impl& impl);
 
+// --- implementations run in another process ---------------------------------------------------
+
+// One workload's result from an impl timed in a child process: its per-op times, or why it did
+// not run.
+struct ExternalRow {
+  std::string workload;
+  double ms_min = 0, ms_med = 0;  // one op, min and median over its rounds
+  bool has_check = false;         // it gave the checksum of its first op, comparable with tinytorch's
+  double check = 0;
+  std::string skipped;            // non-empty: not timed, and why
+  std::string fields;             // more ` key=value` text for its line (rounds, iters, torch=...)
+};
+
+// An implementation run as one child process per tt_bench run, after the in-process rounds, so
+// its times are not interleaved with theirs (Note [separate process] in harness.cpp). The pytorch
+// impl (impl_pytorch.cpp: tools/bench_pytorch_cpu.py) is the one there is.
+struct ExternalImpl {
+  std::string name;
+  // The workloads it knows (for --list); empty when it cannot say.
+  std::function<std::vector<std::string>()> list;
+  // Times the named workloads, handing `row` each result as it arrives, and returns one line for
+  // the report: what ran them, or why nothing did. It reports a row (timed or skipped) for every
+  // workload named, or none at all when it was not asked for by name and is unavailable.
+  std::function<std::string(const std::vector<std::string>& workloads,
+                            const std::function<void(const ExternalRow&)>& row)>
+      run;
+};
+
+// The pytorch impl (impl_pytorch.cpp).
+struct PytorchOptions {
+  std::string python = "python3";  // the interpreter (TT_BENCH_PYTHON)
+  std::string script;              // tools/bench_pytorch_cpu.py
+  int threads = 0;                 // its --threads (0: torch's defaults)
+  int warmup = 2;
+  int rounds = 0;                  // 0: each workload's own
+  bool required = false;           // named in --impls: rows print as skipped when it cannot run
+};
+ExternalImpl make_pytorch_impl(const PytorchOptions& options);
+
 // --- helpers for implementation files ----------------------------------------------------------
 
 // Deterministic inputs in [0, 1): every impl fills its own buffers from the same seed, so all
@@ -117,8 +156,9 @@ struct Options {
 };
 
 // Runs the selected workloads interleaved across impls, prints one line per (workload, impl)
-// as it finishes, then the ratio table. Returns the process exit status.
+// as it finishes, then runs each external impl on the same workloads and prints its lines, then
+// the ratio table. Returns the process exit status.
 int run_benchmarks(const std::vector<WorkloadSpec>& workloads, const std::vector<Impl>& impls,
-                   const Options& opts);
+                   const std::vector<ExternalImpl>& external, const Options& opts);
 
 }  // namespace ttbench

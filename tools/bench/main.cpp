@@ -1,6 +1,8 @@
 // tt_bench: tinytorch side by side with raw OpenBLAS and (when built with it) LibTorch, in one
-// process, interleaved, with every library pinned to the same thread count. Usage in
-// tools/bench/README.md; `tt_bench --help` prints the flags.
+// process, interleaved, with every library pinned to the same thread count; and, out of process
+// after those rounds, PyTorch 2 (impl `pytorch`: tools/bench_pytorch_cpu.py, impl_pytorch.cpp; on
+// by default when python3 has torch >= 2). Usage in tools/bench/README.md; `tt_bench --help`
+// prints the flags.
 //
 // Note [threads]
 // ~~~~~~~~~~~~~~
@@ -45,6 +47,7 @@ void usage() {
   std::printf(
       "usage: tt_bench [--device cpu|cuda] [--list] [--filter REGEX] [--rounds N] [--warmup N]\n"
       "                [--threads N] [--impls a,b,...] [--pin IMPL=N] [--fail-on-miss] [--ops N]\n"
+      "                [--pytorch-script PATH]\n"
       "  --device D      cpu (default): these workloads; cuda: the GPU workloads (cuda_bench.cpp,\n"
       "                  `tt_bench --device cuda --help` for their flags)\n"
       "  --list          print the workloads and which impls run each, then exit\n"
@@ -53,12 +56,18 @@ void usage() {
       "  --warmup N      untimed ops per impl before calibration (default 2)\n"
       "  --threads N     threads for every library (default: hardware threads);\n"
       "                  0 leaves every library at its own default\n"
-      "  --impls LIST    comma-separated subset of: tinytorch,openblas,libtorch\n"
+      "  --impls LIST    comma-separated subset of: tinytorch,openblas,libtorch,pytorch\n"
+      "                  (default: all compiled in, and pytorch when python3 has torch >= 2;\n"
+      "                  named here, pytorch prints every row, skipped with the reason if it\n"
+      "                  cannot run them)\n"
       "  --pin IMPL=N    after --threads, set IMPL's thread count alone to N (experiments;\n"
       "                  see Note [threads] in main.cpp for what is shared)\n"
       "  --fail-on-miss  exit 1 when a target is missed\n"
       "  --ops N         profiling: run exactly N ops per impl and workload, one impl after\n"
-      "                  the other, with no check, calibration, rounds or table\n");
+      "                  the other, with no check, calibration, rounds or table (not pytorch)\n"
+      "  --pytorch-script PATH  the pytorch impl's script (default: bench_pytorch_cpu.py next to\n"
+      "                  this binary, else tools/bench_pytorch_cpu.py of the source tree);\n"
+      "                  its python: $TT_BENCH_PYTHON, else python3\n");
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -84,14 +93,23 @@ int parse_int(const std::string& flag, const std::string& value) {
   return int(v);
 }
 
-void print_list(const std::vector<ttbench::WorkloadSpec>& workloads,
-                const std::vector<ttbench::Impl>& impls) {
+void print_list(const std::vector<ttbench::WorkloadSpec>& workloads, const std::vector<ttbench::Impl>& impls,
+                const std::vector<ttbench::ExternalImpl>& external) {
+  std::vector<std::vector<std::string>> external_lists;
+  for (const ttbench::ExternalImpl& ext : external) external_lists.push_back(ext.list());
   for (const ttbench::WorkloadSpec& w : workloads) {
     std::string who;
     for (const ttbench::Impl& impl : impls)
       if (impl.factories.count(w.name)) who += (who.empty() ? "" : ",") + impl.name;
+    for (size_t i = 0; i < external.size(); ++i)
+      for (const std::string& name : external_lists[i])
+        if (name == w.name) who += (who.empty() ? "" : ",") + external[i].name;
     std::printf("%-16s [%s] %s\n", w.name.c_str(), who.c_str(), w.description.c_str());
   }
+  for (size_t i = 0; i < external.size(); ++i)
+    std::printf("# %s: %s, in a separate process after the others%s\n", external[i].name.c_str(),
+                external_lists[i].empty() ? "its script did not answer --list" : "its script's workloads",
+                external[i].name == "pytorch" ? "; on by default only when its python has torch >= 2" : "");
 }
 
 // tinytorch first: asking LibTorch anything may re-apply its thread count (Note [threads]).
@@ -118,6 +136,9 @@ int main(int argc, char** argv) try {
   bool list = false;
   std::vector<std::string> only;
   std::map<std::string, int> pins;
+  ttbench::PytorchOptions pytorch;
+  if (const char* python = std::getenv("TT_BENCH_PYTHON"); python != nullptr && *python != '\0')
+    pytorch.python = python;
 
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -155,6 +176,8 @@ int main(int argc, char** argv) try {
       pins[v.substr(0, eq)] = parse_int(arg, v.substr(eq + 1));
     } else if (arg == "--ops") {
       opts.profile_ops = parse_int(arg, value());
+    } else if (arg == "--pytorch-script") {
+      pytorch.script = value();
     } else if (arg == "--fail-on-miss") {
       opts.fail_on_miss = true;
     } else {
@@ -172,8 +195,9 @@ int main(int argc, char** argv) try {
   compiled.push_back(ttbench::make_openblas_impl());
   compiled.push_back(ttbench::make_tinytorch_impl());
 
+  // pytorch is not compiled in but run (impl_pytorch.cpp): always known.
   for (const std::string& name : only) {
-    bool known = false;
+    bool known = name == "pytorch";
     for (const ttbench::Impl& impl : compiled) known = known || impl.name == name;
     if (!known) {
       std::fprintf(stderr, "tt_bench: --impls: '%s' is not compiled in\n", name.c_str());
@@ -181,7 +205,7 @@ int main(int argc, char** argv) try {
     }
   }
   for (const auto& [name, n] : pins) {
-    bool known = false;
+    bool known = name == "pytorch";
     for (const ttbench::Impl& impl : compiled) known = known || impl.name == name;
     if (!known || n == 0) {
       std::fprintf(stderr, "tt_bench: --pin %s=%d: unknown impl or zero threads\n", name.c_str(), n);
@@ -205,9 +229,19 @@ int main(int argc, char** argv) try {
     if (wanted) impls.push_back(*it);
   }
 
+  // pytorch: a child process after the in-process rounds, at the same thread count (or its
+  // --pin), with the same warm-up and rounds. Named in --impls it must report every row;
+  // by default it is on only when its python has torch >= 2.
+  pytorch.threads = pins.count("pytorch") ? pins["pytorch"] : threads;
+  pytorch.warmup = opts.warmup;
+  pytorch.rounds = opts.rounds;
+  for (const std::string& name : only) pytorch.required = pytorch.required || name == "pytorch";
+  std::vector<ttbench::ExternalImpl> external;
+  if (only.empty() || pytorch.required) external.push_back(ttbench::make_pytorch_impl(pytorch));
+
   const std::vector<ttbench::WorkloadSpec> workloads = ttbench::all_workloads();
   if (list) {
-    print_list(workloads, impls);
+    print_list(workloads, impls, external);
     return 0;
   }
 
@@ -215,7 +249,7 @@ int main(int argc, char** argv) try {
   for (const auto& [name, n] : pins) std::printf("# --pin %s=%d\n", name.c_str(), n);
   describe_all(compiled, "start:");
   std::fflush(stdout);
-  int status = ttbench::run_benchmarks(workloads, impls, opts);
+  int status = ttbench::run_benchmarks(workloads, impls, external, opts);
   describe_all(compiled, "end:  ");
   return status;
 } catch (const std::exception& e) {
