@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <tinytorch/backend/cpu/blas_info.h>
 #include <tinytorch/tinytorch.h>
 
 #include "../narrate.h"
@@ -254,9 +255,10 @@ void step_a3_flops_bytes() {
 
 void step_b1_machine() {
   const Machine mc = read_machine();
+  const tt::cpu::BlasInfo blas = tt::cpu::blas_info();
   std::cout << "    CPU: " << mc.model << "\n    online cores: " << mc.cores
-            << ", OpenBLAS core: " << openblas_get_corename()
-            << ", OpenBLAS threads: " << openblas_get_num_threads() << "\n";
+            << ", BLAS: " << blas.vendor << " (kernels: " << blas.core << ", threads: " << blas.threads
+            << ", tinytorch threads: " << tt::get_num_threads() << ")\n";
   {
     std::ifstream la("/proc/loadavg");
     std::string l1;

@@ -57,6 +57,7 @@ bool allow_tf32() { return g_allow_tf32.load(); }
 #ifndef TINYTORCH_HAS_CUDA
 bool is_available() { return false; }
 int device_count() { return 0; }
+std::string device_description(int) { throw DeviceError("cuda::device_description: tinytorch was built without CUDA"); }
 void synchronize(int) { throw DeviceError("cuda::synchronize: tinytorch was built without CUDA"); }
 void empty_cache() {}
 #endif

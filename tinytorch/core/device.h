@@ -32,6 +32,9 @@ namespace cuda {
 // True when this build has the CUDA backend and a GPU is visible. Never throws.
 bool is_available();
 int device_count();
+// "NVIDIA H100 80GB HBM3, sm_90, 79.1 GiB, driver 13.0, runtime 13.0" for tools/tt doctor; throws
+// DeviceError for an index out of range or without CUDA.
+std::string device_description(int device);
 // Waits for all work queued on `device` (every device when -1). Throws DeviceError without CUDA.
 void synchronize(int device = -1);
 // Hands the caching allocator's unused device blocks back to the driver (no-op without CUDA).

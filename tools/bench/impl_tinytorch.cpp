@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "tinytorch/backend/cpu/blas_info.h"
 #include "tinytorch/tinytorch.h"
 
 namespace ttbench {
@@ -182,17 +183,18 @@ Factory binary(tt::Shape shape_a, tt::Shape shape_b, Op op) {
 Impl make_tinytorch_impl() {
   Impl impl;
   impl.name = "tinytorch";
-  // tinytorch has no thread setting of its own: its elementwise and reduction loops are OpenMP
-  // regions, so OpenMP's thread count is its thread count. Its matmul is OpenBLAS, pinned by
-  // the openblas impl (same library in this process).
-  impl.set_threads = [](int n) { omp_set_num_threads(n); };
+  // tt::set_num_threads: OpenMP's count (tinytorch's loops) and the BLAS's (its matmul), one
+  // setting (Note [threading policy] in tinytorch/core/threads.cpp).
+  impl.set_threads = [](int n) { tt::set_num_threads(n); };
   impl.describe = [] {
     // How idle libgomp workers wait matters when OpenMP regions alternate with OpenBLAS's own
     // threads (tools/bench/README.md, Threads): print the setting, shared with LibTorch.
     const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
     const char* spin_count = std::getenv("GOMP_SPINCOUNT");
-    return "tinytorch: omp_get_max_threads()=" + std::to_string(omp_get_max_threads()) +
-           " (elementwise/reduction loops; matmul runs on OpenBLAS's threads) OMP_WAIT_POLICY=" +
+    const tt::cpu::BlasInfo blas = tt::cpu::blas_info();
+    return "tinytorch: tt::get_num_threads()=" + std::to_string(tt::get_num_threads()) + " omp_get_max_threads()=" +
+           std::to_string(omp_get_max_threads()) + " blas=" + blas.vendor + "/" + blas.core + "/" +
+           tt::cpu::blas_threading_name(blas.threading) + " OMP_WAIT_POLICY=" +
            (wait_policy ? wait_policy : "unset") + " GOMP_SPINCOUNT=" + (spin_count ? spin_count : "unset");
   };
 

@@ -16,10 +16,13 @@
 //    hyper-threads): on this 2-core machine, 1. Its first parallel op (or at::get_num_threads)
 //    then sets libgomp to 1 thread FOR TINYTORCH TOO, silently: `--threads 0` shows it
 //    (omp_get_max_threads() goes 2 -> 1 once LibTorch has been touched).
-//  * OpenBLAS's own pthread pool (Debian's libopenblas0-pthread). The raw openblas impl,
-//    tinytorch's matmul and LibTorch's float matmul all run on this one pool: LibTorch's
+//  * OpenBLAS's threads: since issue 16 tinytorch links OpenBLAS's OpenMP build, so they are
+//    libgomp's too (Note [threading policy] in tinytorch/core/threads.cpp); with the pthreads
+//    build (libopenblas0-pthread) they are a pool of their own. The raw openblas impl,
+//    tinytorch's matmul and LibTorch's float matmul all run on this one library: LibTorch's
 //    libtorch_cpu.so needs libblas.so.3, which on Debian resolves (alternatives) to
-//    openblas-pthread/libblas.so.3, a thin BLAS interface over the same libopenblas.so.0 (ldd;
+//    openblas-pthread/libblas.so.3, a thin BLAS interface over libopenblas.so.0, which the
+//    loader resolves to the one tinytorch already loaded (same soname) (ldd;
 //    the startup lines print which object serves sgemm_ and cblas_sgemm). LibTorch 1.13's
 //    float32 mm goes to BLAS sgemm_ (oneDNN only for bf16), and at::set_num_threads does NOT
 //    reach OpenBLAS: counting the threads that burn CPU during a LibTorch 1024^3 matmul gives

@@ -3,10 +3,8 @@
 // weights. Not here: argument checks, mask conversion and the choice of path (ops/attention.cpp).
 //
 // Note [fused attention on the CPU]: heads are independent, so threads split the (batch, head)
-// pairs and each thread calls single-threaded OpenBLAS on its own head. OpenBLAS's own thread
-// pool is switched off for the duration (openblas_set_num_threads(1), restored after): its
-// threads and OpenMP's would otherwise hand the two cores back and forth between every GEMM and
-// every softmax pass. Per head:
+// pairs and each thread calls the BLAS on its own head, single-threaded (BlasSingleThread and
+// Note [threading policy] in core/threads.cpp). Per head:
 //   forward   S = scale * Q K^T (+ bias),  P = softmax(S) per row,  O = P V
 //   backward  dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P)) * scale,
 //             dQ = dS K,  dK = dS^T Q

@@ -7,25 +7,35 @@
 
 #include <cstdint>
 
+#include "tinytorch/backend/cpu/blas_info.h"
+#include "tinytorch/core/threads.h"
+
 namespace tt::cpu {
 
-// Note [fused attention on the CPU] in cpu/attention.cpp says why. The setting is process-wide
-// (OpenBLAS has no per-thread one in Debian 12's 0.3.21): a BLAS call from another user thread
-// meanwhile may run single-threaded too. OpenBLAS does not promise that changing the count while
-// another thread is inside BLAS is safe; tinytorch runs its ops from one thread at a time.
+// Keeps the BLAS on the calling thread while our OpenMP threads each call it on their own tiles
+// (Note [threading policy] in core/threads.cpp). An OpenMP build of the BLAS already does that
+// inside a parallel region, so then this does nothing: setting its count would also set
+// OpenMP's for this thread (OpenBLAS's openblas_set_num_threads calls omp_set_num_threads) and
+// run the region itself on one thread. A pthreads BLAS is set to one thread for the scope and
+// restored after; the setting is process-wide, so a BLAS call from another user thread meanwhile
+// may run single-threaded too (slower, never wrong).
 class BlasSingleThread {
  public:
-  BlasSingleThread() : saved_(openblas_get_num_threads()) {
-    if (saved_ != 1) openblas_set_num_threads(1);
+  BlasSingleThread() {
+    detail::apply_num_threads();  // the first op sets the BLAS's count: not inside this scope
+    if (!blas_nests_in_openmp()) {
+      saved_ = blas_get_num_threads();
+      if (saved_ != 1) blas_set_num_threads(1);
+    }
   }
   ~BlasSingleThread() {
-    if (saved_ != 1) openblas_set_num_threads(saved_);
+    if (saved_ > 1) blas_set_num_threads(saved_);
   }
   BlasSingleThread(const BlasSingleThread&) = delete;
   BlasSingleThread& operator=(const BlasSingleThread&) = delete;
 
  private:
-  int saved_;
+  int saved_ = 1;
 };
 
 // c[M, N] = alpha * op(a) op(b) + beta * c, row-major with the given leading dimensions; op

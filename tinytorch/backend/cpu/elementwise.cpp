@@ -8,12 +8,16 @@
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
 #include "tinytorch/backend/visit.h"
+#include "tinytorch/core/threads.h"
 
 namespace tt::cpu {
 
 int omp_num_threads_now() { return omp_get_num_threads(); }
 int omp_thread_num_now() { return omp_get_thread_num(); }
-int omp_num_threads_max() { return omp_get_max_threads(); }
+int parallel_threads() {
+  detail::apply_num_threads();
+  return omp_get_max_threads();
+}
 
 CpuBackend& cpu_backend() {
   static CpuBackend backend;

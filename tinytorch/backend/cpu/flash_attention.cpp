@@ -174,7 +174,7 @@ void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const T
 // every thread work; else enough to reach the thread count (MQA at batch 1 has one pair), as far as
 // the key tiles and 32 MiB of extra dQ buffers allow.
 int64_t backward_chunks(int64_t pairs, int64_t k_tiles, int64_t dq_bytes) {
-  const int64_t threads = omp_num_threads_max();
+  const int64_t threads = parallel_threads();
   if (pairs >= threads) return 1;
   const int64_t by_memory = 1 + (int64_t(32) << 20) / std::max<int64_t>(dq_bytes, 1);
   return std::max<int64_t>(1, std::min({(threads + pairs - 1) / pairs, k_tiles, by_memory}));

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "tinytorch/backend/cpu/cpu_backend.h"
+#include "tinytorch/core/threads.h"
 
 namespace tt::cpu {
 
@@ -70,6 +71,7 @@ void gemm_one(const T* a, const T* b, T* c, int64_t M, int64_t N, int64_t K, int
 // out: [B.., M, N] (last dim contiguous); a: [B.., M, K]; b: [B.., K, N] (batch dims of a and
 // b already broadcast to out's, stride 0 allowed; both blas_compatible for float dtypes).
 void CpuBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
+  detail::apply_num_threads();  // the BLAS gets tinytorch's thread count before its first GEMM
   const int nd = out.dim();
   const int64_t M = out.size(nd - 2), N = out.size(nd - 1), K = a.size(nd - 1);
   if (M == 0 || N == 0) return;

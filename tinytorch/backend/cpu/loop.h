@@ -43,7 +43,9 @@ class ParallelErrors {
 // Thin wrappers over omp_get_*, out of line so this header needs no <omp.h>.
 int omp_num_threads_now();  // threads in the current parallel region
 int omp_thread_num_now();   // this thread's number in it
-int omp_num_threads_max();  // threads a new region would get
+// Threads a new region on this thread will get, after applying tt::set_num_threads to it
+// (Note [threading policy] in core/threads.cpp). Call it before every region.
+int parallel_threads();
 
 template <int N>
 struct StridedLoop : StridedPlan<N> {
@@ -93,7 +95,7 @@ struct StridedLoop : StridedPlan<N> {
   template <typename F>
   void run(F f) const {
     if (numel == 0) return;
-    if (numel < kParallelGrain) {
+    if (numel < kParallelGrain || parallel_threads() == 1) {
       run_range(0, numel, f);
       return;
     }
@@ -114,7 +116,7 @@ struct StridedLoop : StridedPlan<N> {
 template <typename F>
 void parallel_for(int64_t n, int64_t grain, F f) {
   if (n <= 0) return;
-  if (n < grain || omp_num_threads_max() == 1) {
+  if (n < grain || parallel_threads() == 1) {
     f(int64_t(0), n);
     return;
   }

@@ -2,7 +2,9 @@
 // checked-call error messages and the backend singleton.
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "tinytorch/backend/cuda/check.h"
@@ -36,6 +38,20 @@ int device_count() {
   return n;
 }
 bool is_available() { return device_count() > 0; }
+
+std::string device_description(int device) {
+  check_device_available(Device(kCUDA, device), "cuda::device_description");
+  cudaDeviceProp prop{};
+  TT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  int driver = 0, runtime = 0;
+  TT_CUDA_CHECK(cudaDriverGetVersion(&driver));
+  TT_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  char mem[32];
+  std::snprintf(mem, sizeof mem, "%.1f GiB", double(prop.totalGlobalMem) / double(1ull << 30));
+  return tt::detail::concat(prop.name, ", sm_", prop.major, prop.minor, ", ", mem, ", ", prop.multiProcessorCount,
+                            " SMs, driver ", driver / 1000, ".", (driver % 1000) / 10, ", runtime ", runtime / 1000,
+                            ".", (runtime % 1000) / 10);
+}
 
 void synchronize(int device) {
   check_device_available(Device(kCUDA, device < 0 ? 0 : device), "cuda::synchronize");

@@ -1,0 +1,122 @@
+// The thread count: set_num_threads, get_num_threads and the lazy per-thread apply, plus the
+// first-use checks of the BLAS (its kernel set and its threading).
+//
+// Note [threading policy]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// Who owns the cores. One pool does: libgomp's (OpenMP). tinytorch's parallel loops
+// (backend/cpu/loop.h: elementwise, reductions, softmax, normalization, the optimizers, the
+// attention kernels' split over heads) are OpenMP regions, and the BLAS is OpenBLAS's *OpenMP*
+// build (cmake/TinytorchBlas.cmake prefers it; Debian: libopenblas-openmp-dev), whose GEMMs run
+// in the same libgomp pool. Measured on 2 cores (EPYC, tt_bench, 3 rounds, same binary, only the
+// loader path switched between Debian's two OpenBLAS builds): with the pthreads build, gpt_step
+// took 311-401 ms on 2 threads against 318 ms on 1 and mlp_chain_fb 73-75 ms against 62; with the
+// OpenMP build 196 ms and 32-35 ms. Two pools each keep their idle threads spinning for a while
+// after their work (libgomp's workers after a region, OpenBLAS's pthreads for up to 2^28
+// cycles), so a step that alternates GEMMs with elementwise work runs twice as many busy threads
+// as there are cores. On the 16-core host that was gpt_step's collapse past 8 threads
+// (8 + 7 threads still fit 16 cores; 16 + 15 do not).
+//
+// Nesting. Our parallel regions call the BLAS on their own tiles (attention, flash attention).
+// OpenBLAS's OpenMP build sees omp_in_parallel() and stays on the calling thread, and OpenMP
+// runs nested regions on one thread (nesting stays off), so nothing oversubscribes. A pthreads
+// BLAS would fan out from inside every region: BlasSingleThread (backend/cpu/blas_threads.h)
+// sets it to one thread for the region's duration instead, and a warning at the first parallel
+// op says what that build costs.
+//
+// The count. tt::set_num_threads(n) sets it for the whole process: OpenBLAS's count
+// (process-wide) at once, OpenMP's (a per-thread setting) on the calling thread at once and on
+// every other thread before its next op (apply_num_threads compares a thread-local epoch), as
+// at::set_num_threads does. Until set_num_threads is called, each thread keeps OpenMP's own
+// setting (so omp_set_num_threads on a thread governs that thread's regions, as tests use it):
+// OMP_NUM_THREADS when set, else the cores the process may use. The first op of the process
+// sets the BLAS to that thread's count, so OPENBLAS_NUM_THREADS matters only to a program that
+// calls the BLAS before tinytorch does; set OMP_NUM_THREADS (or call tt::set_num_threads) instead.
+//
+// Small work stays on one thread. An elementwise op or reduction parallelises above
+// kParallelGrain elements (backend/cpu/loop.h), row-wise kernels above their own grains; below
+// them the region's start-up costs more than it saves. OpenBLAS keeps a GEMM with M·N·K <= 64^3
+// on one thread by itself (its GEMM_MULTITHREAD_THRESHOLD), and from there splits by its own cost
+// model.
+//
+// The kernel set. OpenBLAS picks its kernels at load from the CPU model; a model it does not
+// know (virtual machines hide it) gets 'Prescott' (SSE3), about 5x slower than the AVX-512
+// kernels. The first parallel op compares the kernel set with the CPU's features
+// (backend/cpu/blas_info.h) and, if it falls short, warns once with the OPENBLAS_CORETYPE to set.
+// It cannot be changed after load: tt::relaunch_with_blas_core (core/runtime_info.h) sets the
+// variable and re-executes the program, which the examples do first thing; tools/tt sets it too.
+#include "tinytorch/core/threads.h"
+
+#include <omp.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+#include "tinytorch/backend/cpu/blas_info.h"
+#include "tinytorch/core/error.h"
+
+namespace tt {
+
+namespace {
+
+std::atomic<int> g_threads{0};
+std::atomic<int> g_epoch{0};  // 0: not initialised; 1: OpenMP's defaults; then +1 per set_num_threads
+thread_local int tl_epoch = -1;
+
+// The first-use warnings: a BLAS kernel set below the CPU, a pthreads BLAS beside OpenMP.
+void check_blas_once(int threads) {
+  const cpu::BlasInfo info = cpu::blas_info();
+  const cpu::BlasCoreAdvice advice = cpu::blas_core_advice_here();
+  if (!advice.message.empty()) std::fprintf(stderr, "tinytorch: warning: %s\n", advice.message.c_str());
+  if (info.threading == cpu::BlasThreading::kPthreads && threads > 1) {
+    std::fprintf(stderr,
+                 "tinytorch: warning: %s runs its own pthreads pool beside tinytorch's OpenMP threads; they compete "
+                 "for the cores and parallel training steps can run slower than on one thread. Link OpenBLAS's "
+                 "OpenMP build (Debian: libopenblas-openmp-dev) and configure again (Note [threading policy]).\n",
+                 info.vendor.c_str());
+  }
+}
+
+void init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const int n = omp_get_max_threads();
+    int expected = 0;
+    g_threads.compare_exchange_strong(expected, n);
+    cpu::blas_set_num_threads(g_threads.load());
+    int zero = 0;
+    g_epoch.compare_exchange_strong(zero, 1);
+    check_blas_once(g_threads.load());
+  });
+}
+
+}  // namespace
+
+void set_num_threads(int n) {
+  TT_CHECK(n >= 1, "set_num_threads: the thread count must be at least 1, got ", n);
+  init_once();
+  g_threads.store(n);
+  cpu::blas_set_num_threads(n);
+  tl_epoch = g_epoch.fetch_add(1) + 1;
+  omp_set_num_threads(n);
+}
+
+int get_num_threads() {
+  detail::apply_num_threads();
+  return omp_get_max_threads();
+}
+
+namespace detail {
+
+void apply_num_threads() {
+  const int epoch = g_epoch.load(std::memory_order_acquire);
+  if (tl_epoch == epoch) return;
+  init_once();
+  tl_epoch = g_epoch.load(std::memory_order_acquire);
+  // Epoch 1: nobody called set_num_threads, so each thread keeps OpenMP's own setting.
+  if (tl_epoch > 1) omp_set_num_threads(g_threads.load());
+}
+
+}  // namespace detail
+
+}  // namespace tt
