@@ -1,6 +1,8 @@
 // The CPU caching allocator and the device -> allocator lookup.
 #include "tinytorch/core/allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -18,6 +20,24 @@ constexpr size_t kAlignment = 64;
 constexpr int64_t kMaxCachedBytes = int64_t(4) << 30;
 
 size_t round_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+// Note [huge pages]: a block of 2 MiB or more starts on a 2 MiB boundary and is marked
+// MADV_HUGEPAGE, so the kernel backs it with transparent huge pages where it can (Debian's
+// default THP mode is "madvise": nothing gets them unasked). A long pass over a big tensor then
+// walks 32 times fewer pages. Measured on this project's 2-core EPYC VM, a 16M-float sum over six
+// separately allocated 64 MiB buffers, best of 10 interleaved rounds each: 2.03-2.16 ms with huge
+// pages against 2.21-3.28 ms with 4 KiB pages, where which buffer was slow changed from run to run
+// (the physical pages behind it) and turned tt_bench's sum_16M ratio from 1.16 to 0.75 between two
+// runs of the same code. The only cost is up to one partly used huge page per block.
+constexpr size_t kHugePage = size_t(2) << 20;
+
+void* system_alloc(size_t size) {
+  if (size < kHugePage) return std::aligned_alloc(kAlignment, size);
+  const size_t whole = (size + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, whole);  // C11: the size is a multiple of the alignment
+  if (p != nullptr) (void)madvise(p, whole, MADV_HUGEPAGE);  // advice only: a refusal changes nothing
+  return p;
+}
 
 class CpuCachingAllocator final : public Allocator {
  public:
@@ -40,10 +60,10 @@ class CpuCachingAllocator final : public Allocator {
       cached_bytes_ -= int64_t(size);
       return p;
     }
-    void* p = std::aligned_alloc(kAlignment, size);
+    void* p = system_alloc(size);
     if (p == nullptr) {  // release the cache and try once more
       release_cache_locked();
-      p = std::aligned_alloc(kAlignment, size);
+      p = system_alloc(size);
     }
     if (p == nullptr) {
       stats_.allocated_bytes -= int64_t(size);
