@@ -83,10 +83,8 @@ std::string config_report() {
   os << "  threading       " << cpu::blas_threading_name(blas.threading) << "\n";
   const cpu::BlasCoreAdvice advice = cpu::blas_core_advice_here();
   if (!advice.message.empty()) warnings << "  " << advice.message << "\n";
-  if (blas.threading == cpu::BlasThreading::kPthreads) {
-    warnings << "  The BLAS runs its own pthreads pool beside OpenMP's: link OpenBLAS's OpenMP build "
-                "(Debian: libopenblas-openmp-dev) and configure again (Note [threading policy]).\n";
-  }
+  const std::string problem = cpu::blas_threading_problem(blas);
+  if (!problem.empty()) warnings << "  " << problem << "\n";
 
   const int threads = get_num_threads();  // also applies the count to the BLAS
   os << "threads\n";

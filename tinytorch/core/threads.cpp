@@ -53,6 +53,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <string>
 
 #include "tinytorch/backend/cpu/blas_info.h"
 #include "tinytorch/core/error.h"
@@ -67,27 +68,19 @@ thread_local int tl_epoch = -1;
 
 // The first-use warnings: a BLAS kernel set below the CPU, a pthreads BLAS beside OpenMP.
 void check_blas_once(int threads) {
-  const cpu::BlasInfo info = cpu::blas_info();
   const cpu::BlasCoreAdvice advice = cpu::blas_core_advice_here();
   if (!advice.message.empty()) std::fprintf(stderr, "tinytorch: warning: %s\n", advice.message.c_str());
-  if (info.threading == cpu::BlasThreading::kPthreads && threads > 1) {
-    std::fprintf(stderr,
-                 "tinytorch: warning: %s runs its own pthreads pool beside tinytorch's OpenMP threads; they compete "
-                 "for the cores and parallel training steps can run slower than on one thread. Link OpenBLAS's "
-                 "OpenMP build (Debian: libopenblas-openmp-dev) and configure again (Note [threading policy]).\n",
-                 info.vendor.c_str());
-  }
+  const std::string problem = cpu::blas_threading_problem(cpu::blas_info());
+  if (!problem.empty() && threads > 1) std::fprintf(stderr, "tinytorch: warning: %s\n", problem.c_str());
 }
 
 void init_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const int n = omp_get_max_threads();
-    int expected = 0;
-    g_threads.compare_exchange_strong(expected, n);
+    // Runs before any set_num_threads stores (set_num_threads calls this first).
+    g_threads.store(omp_get_max_threads());
     cpu::blas_set_num_threads(g_threads.load());
-    int zero = 0;
-    g_epoch.compare_exchange_strong(zero, 1);
+    g_epoch.store(1);
     check_blas_once(g_threads.load());
   });
 }

@@ -164,6 +164,13 @@ BlasCoreAdvice blas_core_advice(const std::string& vendor, const std::string& co
   return advice;
 }
 
+std::string blas_threading_problem(const BlasInfo& info) {
+  if (info.threading != BlasThreading::kPthreads) return "";
+  return info.vendor + " runs its own pthreads pool beside tinytorch's OpenMP threads; they compete for the cores "
+         "and parallel training steps can run slower than on one thread. Link OpenBLAS's OpenMP build (Debian: "
+         "libopenblas-openmp-dev) and configure again (Note [threading policy]).";
+}
+
 BlasCoreAdvice blas_core_advice_here() {
   const BlasInfo info = blas_info();
   return blas_core_advice(info.vendor, info.core, simd_level(cpu_features()), std::getenv("OPENBLAS_CORETYPE"));

@@ -30,6 +30,10 @@ void blas_set_num_threads(int n);  // process-wide for every vendor we know; a n
 // build sees omp_in_parallel() and stays on the calling thread. A pthreads pool does not.
 bool blas_nests_in_openmp();
 
+// "" for an OpenMP or serial BLAS; for a BLAS with a pthreads pool of its own, what that costs
+// beside OpenMP's threads and how to link the OpenMP build instead (Note [threading policy]).
+std::string blas_threading_problem(const BlasInfo& info);
+
 // The SIMD level an OpenBLAS kernel set is built for ("Prescott" -> kSse, "SkylakeX" ->
 // kAvx512); kUnknown for a name not in the table. The OpenBLAS core to ask for at a level.
 SimdLevel openblas_core_level(const std::string& core);
