@@ -37,6 +37,7 @@ struct Args {
   int64_t batch_size = 32;
   int64_t context = 64;
   examples::GptSize model{/*layers=*/3, /*embd=*/128, /*heads=*/4};
+  examples::Precision precision;
   double lr = 3e-3;
   int64_t eval_every = 100;
   uint64_t seed = 0;
@@ -61,6 +62,7 @@ Args parse(int argc, char** argv) {
   cli.option("--batch-size", a.batch_size, "B", "windows per step");
   cli.option("--context", a.context, "T", "characters per window, the model's context");
   a.model.add_options(cli);
+  a.precision.add_option(cli);
   cli.option("--lr", a.lr, "LR", "AdamW's peak learning rate");
   cli.option("--eval-every", a.eval_every, "N", "steps between validation losses");
   cli.option("--seed", a.seed, "S", "seed of the weights, the windows and the sample");
@@ -207,7 +209,11 @@ int train(const Args& args) {
   };
 
   // --- train on random windows for at most args.steps steps or args.time seconds --------------------
-  const double initial_val = validation_loss(gpt, val_batches);
+  auto val_loss = [&] {
+    auto autocast = args.precision.autocast();
+    return validation_loss(gpt, val_batches);
+  };
+  const double initial_val = val_loss();
   std::printf("validation loss before training: %.3f (a uniform guess: ln %lld = %.3f)\n", initial_val,
               (long long)vocab.size(), std::log(double(vocab.size())));
   tt::data::RandomStream rng(args.seed, 0);
@@ -226,18 +232,22 @@ int train(const Args& args) {
       starts.push_back(int64_t(rng.uniform_below(uint64_t(n_train - T - 1))));
     }
     auto [x, y] = windows(train_tokens, starts, T);
-    tt::Tensor logits = gpt(x);
-    tt::Tensor loss = tt::F::cross_entropy(logits.reshape({-1, vocab.size()}), y.reshape({-1}));
+    tt::Tensor loss;
+    {
+      auto autocast = args.precision.autocast();  // --precision bf16: the forward in mixed precision
+      tt::Tensor logits = gpt(x);
+      loss = tt::F::cross_entropy(logits.reshape({-1, vocab.size()}), y.reshape({-1}));
+    }
     examples::compute_gradients(optimizer, loss, /*max_norm=*/1.0);
     set_lr(step - 1, elapsed());
     optimizer.step();
     loss_avg.add(loss.item<double>());
     const bool eval_now = step % args.eval_every == 0;
-    if (eval_now) val = validation_loss(gpt, val_batches);
+    if (eval_now) val = val_loss();
     bar.step(args.batch_size * T, {{"loss", loss_avg.value()}, {"val loss", val}});
     if (eval_now && step != args.steps) bar.log();
   }
-  val = validation_loss(gpt, val_batches);
+  val = val_loss();
   bar.set_metrics({{"loss", loss_avg.value()}, {"val loss", val}});
   bar.finish();
   std::printf("trained %lld steps in %.1f s%s; validation loss %.3f -> %.3f\n", (long long)step, elapsed(),

@@ -35,6 +35,7 @@ struct Args {
   int64_t batch_size = 64;
   double lr = 3e-3;
   examples::GptSize model{/*layers=*/2, /*embd=*/64, /*heads=*/4};
+  examples::Precision precision;
   int64_t eval_size = 1000;
   int64_t eval_every = 100;
   double target = 0.99;
@@ -55,6 +56,7 @@ Args parse(int argc, char** argv) {
   cli.option("--batch-size", a.batch_size, "B", "rows per step");
   cli.option("--lr", a.lr, "LR", "AdamW's peak learning rate");
   a.model.add_options(cli);
+  a.precision.add_option(cli);
   cli.option("--eval-size", a.eval_size, "N", "held-out rows, never trained on");
   cli.option("--eval-every", a.eval_every, "N", "steps between held-out evaluations");
   cli.option("--target", a.target, "ACC", "held-out exact-sequence accuracy to reach");
@@ -156,8 +158,8 @@ int train(const Args& args) {
 
   // --- model, optimizer, schedule ---------------------------------------------------------------
   tt::nn::GPT gpt = make_model(args, task);
-  std::printf("model: %s, vocabulary %lld: %lld parameters\n", args.model.describe(T).c_str(), (long long)V,
-              (long long)examples::count_parameters(gpt));
+  std::printf("model: %s, vocabulary %lld: %lld parameters, precision %s\n", args.model.describe(T).c_str(),
+              (long long)V, (long long)examples::count_parameters(gpt), args.precision.value.c_str());
   tt::optim::AdamW optimizer(gpt.parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-2));
   auto schedule = examples::warmup_cosine(optimizer, args.steps, std::max<int64_t>(1, args.steps / 20), args.lr / 20);
 
@@ -168,21 +170,32 @@ int train(const Args& args) {
   double test_acc = 0.0;
   for (int64_t step = 1; step <= args.steps; ++step) {
     tt::data::SequenceBatch batch = task.sample(args.batch_size);
-    tt::Tensor logits = gpt(batch.input);
-    tt::Tensor loss = tt::F::cross_entropy(logits.reshape({-1, V}), batch.target.reshape({-1}));
+    tt::Tensor loss;
+    {
+      auto autocast = args.precision.autocast();  // --precision bf16: the forward in mixed precision
+      tt::Tensor logits = gpt(batch.input);
+      loss = tt::F::cross_entropy(logits.reshape({-1, V}), batch.target.reshape({-1}));
+    }
     examples::compute_gradients(optimizer, loss, /*max_norm=*/1.0);
     optimizer.step();
     schedule->step();
     loss_avg.add(loss.item<double>());
     const bool eval_now = step % args.eval_every == 0 || step == args.steps;
-    if (eval_now) test_acc = tt::data::sequence_accuracy(eval_logits(gpt, test), test.target).sequence;
+    if (eval_now) {
+      auto autocast = args.precision.autocast();
+      test_acc = tt::data::sequence_accuracy(eval_logits(gpt, test), test.target).sequence;
+    }
     bar.step(args.batch_size * T, {{"loss", loss_avg.value()}, {"held-out acc%", 100 * test_acc}});
     if (eval_now && step != args.steps) bar.log();
   }
   bar.finish();
 
   // --- greedy decoding of the held-out prompts ------------------------------------------------------
-  tt::Tensor pred = greedy_answers(gpt, test, L);
+  tt::Tensor pred;
+  {
+    auto autocast = args.precision.autocast();
+    pred = greedy_answers(gpt, test, L);
+  }
   std::vector<bool> ok = rows_equal(pred, test.answer);
   const double greedy_acc = double(std::count(ok.begin(), ok.end(), true)) / double(ok.size());
   std::printf("held-out: %.2f%% of %lld sequences exactly right by greedy decoding (one batched forward: %.2f%%)\n",

@@ -70,6 +70,20 @@ struct GptSize {
   }
 };
 
+// --precision fp32|bf16: bf16 runs each forward and loss under tt::AutocastGuard (the matrix
+// products in bfloat16, softmax, norms and the loss in float32; parameters, gradients and the
+// optimizer stay float32). See modules/15_mixed_precision.
+struct Precision {
+  std::string value = "fp32";
+
+  void add_option(Cli& cli) {
+    cli.choice("--precision", value, {"fp32", "bf16"}, "fp32, or bf16 autocast (mixed precision)");
+  }
+  bool bf16() const { return value == "bf16"; }
+  // The guard for one forward: autocast on the CPU when --precision bf16, a no-op guard otherwise.
+  tt::AutocastGuard autocast() const { return tt::AutocastGuard(tt::kCPU, tt::kBFloat16, bf16()); }
+};
+
 // The number of scalars in a module's parameters.
 inline int64_t count_parameters(const tt::nn::Module& model) {
   int64_t n = 0;

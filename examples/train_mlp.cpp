@@ -30,6 +30,7 @@ struct Args {
   uint64_t seed = 0;
   std::string checkpoint = "train_mlp.safetensors";
   double target = 0.97;
+  examples::Precision precision;
 };
 
 Args parse(int argc, char** argv) {
@@ -45,6 +46,7 @@ Args parse(int argc, char** argv) {
   cli.option("--seed", a.seed, "S", "seed of the data, the split, the weights and the shuffling");
   cli.option("--checkpoint", a.checkpoint, "PATH", "where to save the trained model");
   cli.option("--target", a.target, "ACC", "held-out accuracy to reach");
+  a.precision.add_option(cli);
   cli.parse(argc, argv);
   if (a.epochs < 1 || a.batch_size < 1 || a.hidden < 1 || !(a.lr > 0))
     cli.fail("--epochs, --batch-size, --hidden and --lr must be positive");
@@ -92,6 +94,7 @@ int train(const Args& args) {
   const tt::Tensor& test_y = split.test->targets();
   auto test_logits = [&](tt::nn::Sequential& m) {
     examples::EvalScope eval(m);
+    auto autocast = args.precision.autocast();
     return m.forward(test_x);
   };
   double test_acc = 0.0;
@@ -101,8 +104,12 @@ int train(const Args& args) {
                               int64_t(loader.size()));
     double loss_sum = 0.0, correct = 0.0, seen = 0.0;
     for (const tt::data::Batch& batch : loader) {
-      tt::Tensor logits = model->forward(batch.data);
-      tt::Tensor loss = tt::F::cross_entropy(logits, batch.target);
+      tt::Tensor logits, loss;
+      {
+        auto autocast = args.precision.autocast();  // --precision bf16: the forward in mixed precision
+        logits = model->forward(batch.data);
+        loss = tt::F::cross_entropy(logits, batch.target);
+      }
       examples::compute_gradients(optimizer, loss);
       optimizer.step();
       schedule->step();

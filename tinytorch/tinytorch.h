@@ -34,6 +34,7 @@
 #include "tinytorch/nn/positional.h"
 #include "tinytorch/nn/transformer.h"
 #include "tinytorch/io/safetensors.h"
+#include "tinytorch/amp/autocast.h"
 #include "tinytorch/data/dataloader.h"
 #include "tinytorch/data/dataset.h"
 #include "tinytorch/data/preprocess.h"

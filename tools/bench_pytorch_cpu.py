@@ -201,12 +201,19 @@ def mlp_chain_fb():
                             checksum=lambda loss: total(loss) + sum(abs_sum(w.grad) for w in ws))
 
 
-def linear_fb():
+def linear_fb(bf16=False):
+    """linear_fb; with bf16 the forward under torch.autocast("cpu", torch.bfloat16) and dy in bf16
+    (linear_fb_bf16)."""
     fc = nn.Linear(512, 2048)
     load(fc.weight, uniform((2048, 512), 2))
     load(fc.bias, uniform((2048,), 3))
     x = uniform((8192, 512), 1).requires_grad_()
-    return forward_backward(lambda: fc(x), uniform((8192, 2048), 4), [x, fc.weight, fc.bias])
+
+    def forward():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            return fc(x)
+    dy = uniform((8192, 2048), 4).to(torch.bfloat16 if bf16 else torch.float32)
+    return forward_backward(forward, dy, [x, fc.weight, fc.bias])
 
 
 def layernorm_fb():
@@ -272,7 +279,7 @@ def mha_fb():
     return p._replace(note=mask_note())
 
 
-def gpt_step():
+def gpt_step(bf16=False):
     """tt_bench's gpt_step: tinytorch's nn::GPT (vocab 65, context 128, 4 pre-norm blocks, E 128,
     4 heads, exact-GELU MLP 4x, learned positions, final LayerNorm, head tied to the token
     embedding) on ids [32, 128], one AdamW(1e-3, weight_decay 0.01) step. Same weights as the
@@ -321,8 +328,9 @@ def gpt_step():
     ids, targets = tokens[:, :ctx], tokens[:, 1:].reshape(-1)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
 
-    def loss_of():
-        return F.cross_entropy(model(ids).reshape(-1, vocab), targets)
+    def loss_of():  # gpt_step_bf16: the forward and the loss under bf16 autocast
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            return F.cross_entropy(model(ids).reshape(-1, vocab), targets)
 
     def step():
         loss = loss_of()
@@ -369,6 +377,8 @@ WORKLOADS = [
     Workload("layernorm_fb", 11, 0.2, layernorm_fb, "nn.LayerNorm(768), y.backward(dy)"),
     Workload("mha_fb", 9, 0.3, mha_fb, "nn.MultiheadAttention(512, 8, batch_first=True), is_causal"),
     Workload("gpt_step", 9, 0.0, gpt_step, "GPT of nn modules (MultiheadAttention), AdamW step"),
+    Workload("linear_fb_bf16", 9, 0.0, lambda: linear_fb(bf16=True), "linear_fb under torch.autocast(bfloat16)"),
+    Workload("gpt_step_bf16", 9, 0.0, lambda: gpt_step(bf16=True), "gpt_step under torch.autocast(bfloat16)"),
 ] + [Workload(f"sdpa_{n}", 3 if n >= 4096 else 5, 0.3, lambda n=n: sdpa(n),
               f"F.scaled_dot_product_attention(is_causal=True), [1, 8, {n}, 64]; torch >= 2")
      for n in (1024, 2048, 4096, 8192)]

@@ -117,7 +117,7 @@ def main():
         x = uniform((8192, 768), -1, 1, True)
         return forward_backward(lambda: ln(x), uniform((8192, 768), -1, 1), [x, ln.weight, ln.bias])
 
-    def gpt_step():
+    def gpt_step(bf16=False):
         # tinytorch's nn::GPT: pre-norm blocks (LayerNorm, causal self-attention with biased q/k/v/out
         # projections, LayerNorm, exact-GELU MLP 4x), learned positions, final LayerNorm, tied head.
         V, T, E, H, L, B = 65, 256, 128, 4, 4, 64
@@ -153,8 +153,9 @@ def main():
         tokens = torch.randint(0, V, (B, T + 1), device=dev)
         ids, targets = tokens[:, :T].contiguous(), tokens[:, 1:].reshape(-1)
 
-        def op():
-            loss = torch.nn.functional.cross_entropy(gpt(ids).reshape(-1, V), targets)
+        def op():  # gpt_step_bf16: the forward and the loss under torch.autocast(bfloat16)
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                loss = torch.nn.functional.cross_entropy(gpt(ids).reshape(-1, V), targets)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -180,7 +181,8 @@ def main():
         return forward_backward(f, uniform((b, h, n, d), -1, 1), [q, k, v])
 
     workloads = [("linear_fb", linear_fb), ("copy", copy), ("softmax_fb", softmax_fb),
-                 ("layernorm_fb", layernorm_fb), ("gpt_step", gpt_step)]
+                 ("layernorm_fb", layernorm_fb), ("gpt_step", gpt_step),
+                 ("gpt_step_bf16", lambda: gpt_step(bf16=True))]
     workloads = [(name, make) for name, make in workloads
                  if selected(name) or (name == "copy" and selected("softmax_fb"))]
     for name, b, h, n, d, causal, fwd_only in sdpa_shapes():

@@ -92,7 +92,25 @@ def in_device_code(lines, begin, path):
     return "__global__" in text or ("__device__" in text and "__host__" not in text)
 
 
+def in_host_device_function(lines, begin):
+    """True when the region at `begin` is the body of a TT_HOST_DEVICE function (a header
+    function both backends call, such as BFloat16's rounding): its signature is the run of lines
+    up to the `{` that opens the body, back to the previous blank line or statement end."""
+    signature = []
+    for line in reversed(lines[:begin]):
+        stripped = line.strip()
+        if signature and (not stripped or stripped.endswith((";", "}"))):
+            break
+        signature.append(stripped)
+    text = " ".join(signature)
+    return "TT_HOST_DEVICE" in text or ("__host__" in text and "__device__" in text)
+
+
 def stub_lines(module, readme, indent, device):
+    if device == "both":  # compiled for the host and, under nvcc, for the GPU: a stub for each
+        return [f"{indent}#ifdef __CUDA_ARCH__\n", f"{indent}__trap();\n", f"{indent}#else\n",
+                f'{indent}throw ::tt::Error("exercise {module}: implement this (see {readme})");\n',
+                f"{indent}#endif\n"]
     if device:
         return [f'{indent}printf("exercise {module}: implement this kernel (see {readme})\\n");\n',
                 f"{indent}__trap();\n"]
@@ -133,10 +151,10 @@ def stubbed(root, rel, module, readme, only, counter):
         counter[0] += 1
         if only is not None and counter[0] != only:
             continue
-        device = in_device_code(lines, begin, rel)
+        device = in_device_code(lines, begin, rel) or ("both" if in_host_device_function(lines, begin) else False)
         out += lines[last:begin + 1]
         out += stub_lines(module, readme, indent, device)
-        last, changed, throws = end, True, throws or not device
+        last, changed, throws = end, True, throws or device is not True
     if not changed:
         return None
     out += lines[last:]

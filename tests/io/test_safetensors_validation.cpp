@@ -165,10 +165,10 @@ TEST_CASE("shapes must be small non-negative integers", "[io]") {
 }
 
 TEST_CASE("dtypes must be ones tinytorch holds", "[io]") {
-  for (const char* d : {"F16", "BF16", "I32", "U8", "I8", "F8_E4M3"})
+  for (const char* d : {"F16", "I32", "U8", "I8", "F8_E4M3"})
     require_rejected(st_file(one(d, "[2]", "[0,8]"), kF32Data),
                      std::string("tensor \"a\": unsupported dtype ") + d +
-                         " (tinytorch reads F32, F64, I64 and BOOL)");
+                         " (tinytorch reads F32, F64, I64, BOOL and BF16)");
   require_rejected(st_file(one("F33", "[2]", "[0,8]"), kF32Data), "tensor \"a\": unknown dtype \"F33\"");
   require_rejected(st_file(one("f32", "[2]", "[0,8]"), kF32Data), "unknown dtype \"f32\"");
   require_rejected(st_file(one(std::string(1000, 'Z'), "[2]", "[0,8]"), kF32Data),

@@ -143,7 +143,7 @@ TEST_CASE("fused steps check their tensors and bump versions", "[optim][kernels]
   REQUIRE_THROWS_WITH(detail::adam_step_(p, g, m, v, Tensor(), a),
                       Contains("the state tensor max_exp_avg_sq is undefined"));
   REQUIRE_THROWS_WITH(detail::adam_step_(zeros({3}, kInt64), zeros({3}, kInt64), m, v, Tensor(), a),
-                      Contains("parameters must be float32 or float64, got int64"));
+                      Contains("parameters must be float32, float64 or bfloat16, got int64"));
   SgdStepArgs s;
   s.momentum = 0.9;
   REQUIRE_THROWS_WITH(detail::sgd_step_(p, g, Tensor(), s),

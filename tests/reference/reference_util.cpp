@@ -171,6 +171,7 @@ ScalarType parse_dtype(const std::string& name) {
   if (name == "float64") return kFloat64;
   if (name == "int64") return kInt64;
   if (name == "bool") return kBool;
+  if (name == "bfloat16") return kBFloat16;
   throw std::runtime_error("fixture: unknown dtype '" + name + "'");
 }
 
@@ -211,6 +212,7 @@ Tensor make_tensor(const json& spec) {
     switch (dtype) {
       case kFloat32: return tt::tensor(std::vector<float>(v.begin(), v.end()), shape, kFloat32);
       case kFloat64: return tt::tensor(v, shape, kFloat64);
+      case kBFloat16: return tt::tensor(v, shape, kFloat64).to(kBFloat16);  // the pattern is exact in bf16
       case kInt64: return tt::tensor(std::vector<int64_t>(v.begin(), v.end()), shape, kInt64);
       case kBool: {
         std::vector<bool> b;
@@ -231,6 +233,11 @@ Tensor make_tensor(const json& spec) {
       std::vector<double> v;
       for (const json& x : data) v.push_back(parse_float(x));
       return tt::tensor(v, shape, kFloat64);
+    }
+    case kBFloat16: {  // written as the exact doubles of bf16 values: the conversion is exact
+      std::vector<double> v;
+      for (const json& x : data) v.push_back(parse_float(x));
+      return tt::tensor(v, shape, kFloat64).to(kBFloat16);
     }
     case kInt64: {
       std::vector<int64_t> v;

@@ -19,6 +19,7 @@ TT_REFERENCE_RUNNER(indexing);   // index_select gather scatter_add(_) masked_fi
 TT_REFERENCE_RUNNER(matmul);     // matmul mm bmm dot
 TT_REFERENCE_RUNNER(convert);    // to copy_ fill_
 TT_REFERENCE_RUNNER(factory);    // arange linspace eye full zeros ones
+TT_REFERENCE_RUNNER(any);        // any op of the families above, by its name (test_ref_large.cpp)
 #undef TT_REFERENCE_RUNNER
 
 }  // namespace tt::reference::runners

@@ -8,11 +8,10 @@
 #include "op_info.h"
 #include "reference/runners.h"
 
-namespace {
+namespace tt::reference {
 
-using namespace tt::reference;
-
-std::vector<tt::Tensor> run_any(const std::string& op, const json& args, std::vector<Input>& in) {
+// Any op of the forward families, dispatched by its name (also the bf16 family's runner).
+std::vector<Tensor> runners::any(const std::string& op, const json& args, std::vector<Input>& in) {
   static const std::set<std::string> inplace = {"add_", "sub_", "mul_", "div_", "neg_", "exp_", "relu_"};
   static const std::set<std::string> reduction = {"sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std"};
   static const std::set<std::string> view = {"view", "reshape", "flatten", "transpose", "t", "permute",
@@ -23,10 +22,10 @@ std::vector<tt::Tensor> run_any(const std::string& op, const json& args, std::ve
                                                  "masked_fill", "masked_fill_", "where"};
   static const std::set<std::string> matmul = {"matmul", "mm", "bmm", "dot"};
   static const std::set<std::string> convert = {"to", "copy_", "fill_"};
-  tt::BinaryOp binary_op;
-  tt::UnaryOp unary_op;
-  if (tt::testing::find_binary(op, binary_op)) return runners::binary(op, args, in);
-  if (tt::testing::find_unary(op, unary_op)) return runners::unary(op, args, in);
+  BinaryOp binary_op;
+  UnaryOp unary_op;
+  if (testing::find_binary(op, binary_op)) return runners::binary(op, args, in);
+  if (testing::find_unary(op, unary_op)) return runners::unary(op, args, in);
   if (inplace.count(op)) return runners::inplace(op, args, in);
   if (reduction.count(op)) return runners::reduction(op, args, in);
   if (view.count(op)) return runners::view(op, args, in);
@@ -37,10 +36,10 @@ std::vector<tt::Tensor> run_any(const std::string& op, const json& args, std::ve
   throw std::logic_error("no runner for op " + op);
 }
 
-}  // namespace
+}  // namespace tt::reference
 
 TEST_CASE("reference: large tensors (parallel kernels) match PyTorch", "[reference]") {
   // Inputs are exact multiples of 1/8, so sums and GEMMs are exact in any order; only the
   // transcendental functions, division and var/std round, within the default tolerances.
-  CHECK(run_family("large", run_any) > 40);
+  CHECK(tt::reference::run_family("large", tt::reference::runners::any) > 40);
 }

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tinytorch/amp/autocast.h"
 #include "tinytorch/autograd/grad_mode.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
@@ -69,6 +70,8 @@ struct GraphTask {
     for (Node* r : roots)
       if (dependencies[r] == 0 && queued.insert(r).second) ready.push(r);
     AutoGradMode mode(create_graph);
+    // Gradients keep their forward values' dtypes: no autocast in a backward (Note [autocast]).
+    AutocastGuard no_autocast_cpu(kCPU, kBFloat16, false), no_autocast_cuda(kCUDA, kBFloat16, false);
     while (!ready.empty()) {
       Node* n = ready.top();
       ready.pop();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "tinytorch/backend/bf16_compute.h"
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cuda/entry.h"
 
@@ -17,11 +18,16 @@ bool blas_compatible(const Tensor& m) {
   return plain || transposed;
 }
 
+// Each device's kernels, behind the bf16 path (Note [bf16 compute] in bf16_compute.h).
 Backend& backend_for(const Device& device) {
-  if (device.is_cpu()) return cpu::cpu_backend();
+  if (device.is_cpu()) {
+    static Bf16Compute cpu(cpu::cpu_backend());
+    return cpu;
+  }
   check_device_available(device, "backend_for");
 #ifdef TINYTORCH_HAS_CUDA
-  return cuda_backend(device.index);
+  static auto* cuda = new Bf16Compute(cuda_backend(device.index));  // one backend serves every GPU
+  return *cuda;
 #else
   throw DeviceError("backend_for: tinytorch was built without CUDA");
 #endif

@@ -75,6 +75,10 @@ void check_scalar_fits(Scalar value, ScalarType dtype, const char* op) {
       TT_CHECK(!std::isfinite(v) || std::fabs(v) <= double(FLT_MAX), op, ": value ", v,
                " cannot be converted to type float32 without overflow");
       return;
+    case ScalarType::BFloat16:  // the largest finite bf16: (2 - 2^-7) * 2^127
+      TT_CHECK(!std::isfinite(v) || std::fabs(v) <= 3.3895313892515355e38, op, ": value ", v,
+               " cannot be converted to type bfloat16 without overflow");
+      return;
     case ScalarType::Float64:
     case ScalarType::Bool:  // any nonzero value is true
     case ScalarType::NumTypes:

@@ -6,8 +6,8 @@
 namespace tt {
 
 namespace {
-constexpr const char* kNames[] = {"float32", "float64", "int64", "bool"};
-constexpr size_t kSizes[] = {4, 8, 8, 1};
+constexpr const char* kNames[] = {"float32", "float64", "int64", "bool", "bfloat16"};
+constexpr size_t kSizes[] = {4, 8, 8, 1, 2};
 static_assert(sizeof(kNames) / sizeof(kNames[0]) == size_t(ScalarType::NumTypes),
               "every ScalarType needs a name");
 static_assert(sizeof(kSizes) / sizeof(kSizes[0]) == size_t(ScalarType::NumTypes),
@@ -27,13 +27,14 @@ std::ostream& operator<<(std::ostream& os, ScalarType t) {
 }
 
 ScalarType promote_types(ScalarType a, ScalarType b) {
-  // Rank: bool 0, int64 1, float32 2, float64 3.
+  // Rank: bool 0, int64 1, bfloat16 2, float32 3, float64 4.
   auto rank = [](ScalarType t) {
     switch (t) {
       case kBool: return 0;
       case kInt64: return 1;
-      case kFloat32: return 2;
-      default: return 3;
+      case kBFloat16: return 2;
+      case kFloat32: return 3;
+      default: return 4;
     }
   };
   return rank(a) >= rank(b) ? a : b;

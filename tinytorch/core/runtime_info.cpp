@@ -11,6 +11,7 @@
 
 #include "tinytorch/backend/cpu/blas_info.h"
 #include "tinytorch/backend/cpu/cpu_features.h"
+#include "tinytorch/backend/cpu/gemm_bf16.h"
 #include "tinytorch/core/device.h"
 #include "tinytorch/core/error.h"
 #include "tinytorch/core/threads.h"
@@ -81,6 +82,11 @@ std::string config_report() {
   if (blas.vendor == "OpenBLAS") os << " (" << cpu::simd_level_name(cpu::openblas_core_level(blas.core)) << ")";
   os << "\n";
   os << "  threading       " << cpu::blas_threading_name(blas.threading) << "\n";
+  os << "  bf16 GEMM       "
+     << (cpu::gemm_bf16_native() ? "tinytorch's AVX512-BF16 kernel (vdpbf16ps)"
+                                 : "bf16 widened to float32 for the BLAS's sgemm (no AVX512-BF16 here, or "
+                                   "TT_BF16_GEMM=fallback)")
+     << "\n";
   const cpu::BlasCoreAdvice advice = cpu::blas_core_advice_here();
   if (!advice.message.empty()) warnings << "  " << advice.message << "\n";
   const std::string problem = cpu::blas_threading_problem(blas);

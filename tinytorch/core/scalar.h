@@ -16,6 +16,7 @@ class Scalar {
   Scalar(T v) : kind_(kInt64), i_(static_cast<int64_t>(v)) {}  // NOLINT
   template <typename T, std::enable_if_t<std::is_floating_point<T>::value, int> = 0>
   Scalar(T v) : kind_(kFloat64), d_(static_cast<double>(v)) {}  // NOLINT
+  Scalar(BFloat16 v) : kind_(kFloat64), d_(float(v)) {}  // NOLINT
 
   // The category of the value: kFloat64 for floating, kInt64 for integral, kBool.
   ScalarType kind() const { return kind_; }

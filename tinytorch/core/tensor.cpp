@@ -33,7 +33,7 @@ Scalar Tensor::item() const {
   TT_CHECK_SHAPE(numel() == 1, "item: a tensor with ", numel(), " elements cannot be converted to a scalar, shape ", shape());
   Tensor c = device().is_cpu() ? *this : cpu();
   Scalar out;
-  TT_DISPATCH_ALL(dtype(), "item", [&] { out = Scalar(*c.data_ptr<scalar_t>()); });
+  TT_DISPATCH_STORAGE(dtype(), "item", [&] { out = Scalar(*c.data_ptr<scalar_t>()); });
   return out;
 }
 

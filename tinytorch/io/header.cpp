@@ -32,7 +32,7 @@ namespace tt::io::detail {
 //  5. Every other key is a non-empty tensor name whose value is an object with exactly the
 //     fields dtype (a string), shape (an array of at most kMaxDims non-negative integers) and
 //     data_offsets (an array of two non-negative integers). Unknown fields are errors.
-//  6. dtype is F32, F64, I64 or BOOL; the format's other dtypes (F16, BF16, I32, U8, ...) are
+//  6. dtype is F32, F64, I64, BOOL or BF16; the format's other dtypes (F16, I32, U8, ...) are
 //     "unsupported", anything else "unknown".
 //  7. The product of the dimensions (zeros counted as one, so strides cannot overflow either)
 //     fits in int64; begin <= end <= data size; end - begin == numel * element size.
@@ -51,11 +51,11 @@ struct DtypeCode {
   ScalarType dtype;
 };
 constexpr DtypeCode kCodes[] = {
-    {"F32", kFloat32}, {"F64", kFloat64}, {"I64", kInt64}, {"BOOL", kBool}};
+    {"F32", kFloat32}, {"F64", kFloat64}, {"I64", kInt64}, {"BOOL", kBool}, {"BF16", kBFloat16}};
 static_assert(sizeof(kCodes) / sizeof(kCodes[0]) == size_t(ScalarType::NumTypes),
               "every dtype needs a safetensors code");
 // The format's dtypes we cannot hold.
-constexpr const char* kUnsupported[] = {"F16", "BF16", "I8", "U8", "I16", "U16", "I32", "U32",
+constexpr const char* kUnsupported[] = {"F16", "I8", "U8", "I16", "U16", "I32", "U32",
                                         "U64", "C64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F6_E2M3",
                                         "F6_E3M2", "F4"};
 
@@ -258,7 +258,7 @@ std::string check_entry(TensorEntry& e, const std::string& dtype_name, uint64_t 
   if (code == std::end(kCodes)) {
     bool known = std::any_of(std::begin(kUnsupported), std::end(kUnsupported),
                              [&](const char* c) { return dtype_name == c; });
-    if (known) return t + "unsupported dtype " + dtype_name + " (tinytorch reads F32, F64, I64 and BOOL)";
+    if (known) return t + "unsupported dtype " + dtype_name + " (tinytorch reads F32, F64, I64, BOOL and BF16)";
     return t + "unknown dtype " + quote_name(dtype_name);
   }
   e.dtype = code->dtype;

@@ -6,8 +6,8 @@
 //    "fc1.weight": {"dtype": "F32", "shape": [256, 784], "data_offsets": [0, 802816]}, ...}
 //
 // Offsets are relative to the first byte after the header; data is little-endian, row-major,
-// packed. tinytorch reads and writes the dtypes F32, F64, I64 and BOOL (other safetensors dtypes
-// such as F16 or BF16 are refused with a clear error).
+// packed. tinytorch reads and writes the dtypes F32, F64, I64, BOOL and BF16 (torch.bfloat16's bits;
+// other safetensors dtypes such as F16 are refused with a clear error).
 //
 //   tt::save(*model, "model.safetensors", {{"epoch", "3"}});
 //   tt::load(*model, "model.safetensors");              // into a module: same names and shapes

@@ -15,6 +15,7 @@
 // gelu_backward again: every order of derivative is right.
 #include "tinytorch/ops/activation.h"
 
+#include "tinytorch/amp/autocast.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"
@@ -30,7 +31,7 @@ using autograd::SavedVariable;
 using autograd::TensorList;
 
 void check_floating(const Tensor& x, const char* op) {
-  TT_CHECK_DTYPE(x.is_floating_point(), op, ": expected a floating-point input (float32 or float64), got ",
+  TT_CHECK_DTYPE(x.is_floating_point(), op, ": expected a floating-point input (float32, float64 or bfloat16), got ",
                  x.dtype(), "; convert it first, e.g. x.to(tt::kFloat32)");
 }
 
@@ -218,8 +219,14 @@ std::shared_ptr<autograd::OpNode<Op>> record_pointwise(const Tensor& out, const 
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl<false>(x, dim); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl<true>(x, dim); }
+Tensor softmax(const Tensor& x, int64_t dim) {
+  if (auto cast = amp::autocast(AutocastOp::Softmax, {x})) return softmax(cast[0], dim);
+  return softmax_impl<false>(x, dim);
+}
+Tensor log_softmax(const Tensor& x, int64_t dim) {
+  if (auto cast = amp::autocast(AutocastOp::LogSoftmax, {x})) return log_softmax(cast[0], dim);
+  return softmax_impl<true>(x, dim);
+}
 
 Tensor softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim) {
   return softmax_grad(grad_out, out, wrap_dim(dim, out.dim(), "softmax_backward"), false);

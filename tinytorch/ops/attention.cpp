@@ -26,6 +26,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "tinytorch/amp/autocast.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/activation.h"
@@ -68,7 +69,7 @@ Geometry check_inputs(const char* op, const Tensor& q, const Tensor& k, const Te
     const Tensor& t = *all[i];
     TT_CHECK(t.defined(), op, ": ", names[i], " is undefined");
     TT_CHECK_SHAPE(t.dim() >= 2, op, ": ", names[i], " must have at least 2 dims [..., T, D], got shape ", t.shape());
-    TT_CHECK_DTYPE(t.is_floating_point(), op, ": expected floating-point ", names[i], " (float32 or float64), got ",
+    TT_CHECK_DTYPE(t.is_floating_point(), op, ": expected floating-point ", names[i], " (float32, float64 or bfloat16), got ",
                    t.dtype());
     TT_CHECK_DTYPE(t.dtype() == q.dtype(), op, ": query, key and value must have one dtype, got ", q.dtype(),
                    " and ", t.dtype(), " (", names[i], ")");
@@ -347,6 +348,9 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_ma
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                                     double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa,
                                     Generator* gen) {
+  if (auto cast = amp::autocast(AutocastOp::ScaledDotProductAttention, {q, k, v, attn_mask}))
+    return scaled_dot_product_attention(cast[0], cast[1], cast[2], cast[3], dropout_p, is_causal, scale, enable_gqa,
+                                        gen);
   const char* op = "scaled_dot_product_attention";
   const Geometry g = check_inputs(op, q, k, &v, attn_mask, enable_gqa, dropout_p, scale);
   const double s = scale_or_default(scale, g.D);

@@ -80,9 +80,10 @@ Tensor arange(Scalar start, Scalar end, Scalar step, const TensorOptions& opts) 
            "arange: upper bound and larger bound inconsistent with step sign, got start=", s,
            ", end=", e, ", step=", st);
   int64_t n = checked_count(std::ceil((e - s) / st), "arange");
-  Tensor cpu = detail::empty({n}, opts.device(kCPU).requires_grad(false), "arange");
+  // bf16 values are computed in float32 and rounded once (Note [bfloat16]).
+  Tensor cpu = detail::empty({n}, opts.device(kCPU).dtype(compute_dtype(opts.dtype())).requires_grad(false), "arange");
   backend_for(cpu.device()).arange(cpu, s, st);
-  return finish(opts.device().is_cpu() ? cpu : cpu.to(opts.device()), opts);
+  return finish(cpu.to(TensorOptions().dtype(opts.dtype()).device(opts.device())), opts);
 }
 Tensor arange(Scalar end, const TensorOptions& opts) { return arange(0, end, 1, opts); }
 Tensor arange(Scalar start, Scalar end, Scalar step) {
@@ -93,7 +94,7 @@ Tensor arange(Scalar end) { return arange(0, end, 1); }
 
 Tensor linspace(double start, double end, int64_t steps, const TensorOptions& opts) {
   TT_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-  Tensor cpu = detail::empty({steps}, opts.device(kCPU).requires_grad(false), "linspace");
+  Tensor cpu = detail::empty({steps}, opts.device(kCPU).dtype(compute_dtype(opts.dtype())).requires_grad(false), "linspace");
   double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
   TT_DISPATCH_NUMERIC(cpu.dtype(), "linspace", [&] {
     scalar_t* p = cpu.data_ptr<scalar_t>();
@@ -103,7 +104,7 @@ Tensor linspace(double start, double end, int64_t steps, const TensorOptions& op
     for (int64_t i = 0; i < steps; ++i)
       p[i] = static_cast<scalar_t>(i < half ? start + step * double(i) : end - step * double(steps - 1 - i));
   });
-  return finish(opts.device().is_cpu() ? cpu : cpu.to(opts.device()), opts);
+  return finish(cpu.to(TensorOptions().dtype(opts.dtype()).device(opts.device())), opts);
 }
 
 Tensor eye(int64_t n, int64_t m, const TensorOptions& opts) {

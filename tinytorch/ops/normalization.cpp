@@ -21,6 +21,7 @@
 
 #include <limits>
 
+#include "tinytorch/amp/autocast.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"
@@ -42,7 +43,7 @@ struct Rows {
 
 Rows check_inputs(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
-  TT_CHECK_DTYPE(x.is_floating_point(), op, ": expected a floating-point input (float32 or float64), got ", x.dtype(),
+  TT_CHECK_DTYPE(x.is_floating_point(), op, ": expected a floating-point input (float32, float64 or bfloat16), got ", x.dtype(),
                  "; convert it first, e.g. x.to(tt::kFloat32)");
   const int k = normalized_shape.size(), nd = x.dim();
   TT_CHECK_SHAPE(k >= 1, op, ": normalized_shape must have at least one dim, got ", normalized_shape);
@@ -187,6 +188,8 @@ bool requires(const Tensor& t) { return t.defined() && t.requires_grad(); }
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (auto cast = amp::autocast(AutocastOp::LayerNorm, {x, weight, bias}))
+    return layer_norm(cast[0], normalized_shape, cast[1], cast[2], eps);
   const Rows rc = check_inputs("layer_norm", x, normalized_shape, weight, bias, eps);
   const Tensor x2 = as_shape(x, {rc.R, rc.C});
   const Tensor w2 = as_shape(weight, {rc.C}), b2 = as_shape(bias, {rc.C});
@@ -207,8 +210,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
-  if (x.is_floating_point() && !eps) {
-    eps = x.dtype() == kFloat32 ? double(std::numeric_limits<float>::epsilon()) : std::numeric_limits<double>::epsilon();
+  if (auto cast = amp::autocast(AutocastOp::RmsNorm, {x, weight})) return rms_norm(cast[0], normalized_shape, cast[1], eps);
+  if (x.is_floating_point() && !eps) {  // the machine epsilon of x's dtype, as torch.finfo(x.dtype).eps
+    eps = x.dtype() == kFloat64    ? std::numeric_limits<double>::epsilon()
+          : x.dtype() == kBFloat16 ? 0.0078125  // 2^-7: bf16 keeps 7 fraction bits
+                                   : double(std::numeric_limits<float>::epsilon());
   }
   const Rows rc = check_inputs("rms_norm", x, normalized_shape, weight, Tensor(), eps.value_or(0.0));
   const Tensor x2 = as_shape(x, {rc.R, rc.C});

@@ -14,8 +14,8 @@ namespace {
 void check_param_and_grad(const Tensor& param, const Tensor& grad, const char* op) {
   TT_CHECK(param.defined(), op, ": the parameter is an undefined tensor");
   TT_CHECK(grad.defined(), op, ": the gradient is an undefined tensor");
-  TT_CHECK_DTYPE(param.dtype() == kFloat32 || param.dtype() == kFloat64, op,
-                 ": parameters must be float32 or float64, got ", param.dtype());
+  TT_CHECK_DTYPE(param.is_floating_point(), op, ": parameters must be float32, float64 or bfloat16, got ",
+                 param.dtype());
   TT_CHECK_DTYPE(grad.dtype() == param.dtype(), op, ": the gradient must have the parameter's dtype, got ",
                  grad.dtype(), " for a ", param.dtype(), " parameter");
   check_same_device(op, {&param, &grad});

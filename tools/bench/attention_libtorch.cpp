@@ -6,9 +6,11 @@
 
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "harness.h"
+#include "libtorch_autocast.h"
 
 namespace ttbench {
 
@@ -153,8 +155,9 @@ void gpt_fill(Gpt& gpt) {
   }
 }
 
-Factory gpt_step() {
-  return [] {
+// gpt_step; with `bf16` the logits and the loss under LibTorch's CPU autocast (gpt_step_bf16).
+Factory gpt_step(bool bf16 = false) {
+  return [bf16] {
     Gpt gpt;
     gpt_fill(gpt);
     torch::Tensor ids, targets;
@@ -162,6 +165,8 @@ Factory gpt_step() {
     auto opt = std::make_shared<torch::optim::AdamW>(gpt->parameters(),
                                                      torch::optim::AdamWOptions(1e-3).weight_decay(0.01));
     auto loss_of = [=]() mutable {
+      std::optional<CpuAutocast> autocast;
+      if (bf16) autocast.emplace();
       return torch::nn::functional::cross_entropy(gpt->forward(ids).view({kGptT * kGptB, kGptVocab}), targets);
     };
     auto step = [=]() mutable {
@@ -193,6 +198,7 @@ Factory gpt_step() {
 void add_attention_workloads_libtorch(Impl& impl) {
   impl.factories["mha_fb"] = mha_fb();
   impl.factories["gpt_step"] = gpt_step();
+  impl.factories["gpt_step_bf16"] = gpt_step(/*bf16=*/true);
 }
 
 }  // namespace ttbench

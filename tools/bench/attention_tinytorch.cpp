@@ -130,9 +130,10 @@ void gpt_fill(tt::nn::GPT& gpt) {
 
 // gpt_step: nn::GPT(vocab 65, context 128, 4 layers, E 128, 4 heads, MLP 4x, tied head) on ids
 // [32, 128]; one op: logits, cross-entropy over all 4096 positions, zero_grad, backward,
-// AdamW(lr 1e-3, weight_decay 0.01) step.
-Factory gpt_step() {
-  return [] {
+// AdamW(lr 1e-3, weight_decay 0.01) step. With `bf16` the logits and the loss are computed under
+// tt::AutocastGuard(kCPU, kBFloat16) (gpt_step_bf16); parameters and the optimizer stay float32.
+Factory gpt_step(bool bf16 = false) {
+  return [bf16] {
     auto gpt = std::make_shared<tt::nn::GPT>(tt::nn::GPTOptions(kGptVocab, kGptT)
                                                  .n_layer(kGptLayers)
                                                  .n_embd(kGptE)
@@ -145,6 +146,7 @@ Factory gpt_step() {
     auto opt = std::make_shared<tt::optim::AdamW>(gpt->parameters(),
                                                   tt::optim::AdamWOptions(1e-3).weight_decay(0.01));
     auto loss_of = [=] {
+      tt::AutocastGuard autocast(tt::kCPU, tt::kBFloat16, bf16);
       return tt::F::cross_entropy(gpt->forward(ids).reshape({kGptB * kGptT, kGptVocab}), targets);
     };
     auto step = [=] {
@@ -177,6 +179,9 @@ Factory gpt_step() {
 void add_attention_workloads_tinytorch(Impl& impl) {
   impl.factories["mha_fb"] = mha_fb();
   impl.factories["gpt_step"] = gpt_step();
+  impl.factories["gpt_step_bf16"] = gpt_step(/*bf16=*/true);
 }
+
+void add_bf16_baselines_tinytorch(Impl& impl) { impl.factories["gpt_step_bf16"] = gpt_step(/*bf16=*/false); }
 
 }  // namespace ttbench

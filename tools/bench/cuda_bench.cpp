@@ -100,8 +100,9 @@ std::function<void()> layernorm_fb() {
 }
 
 // The CPU gpt_step's model (4 layers, E 128, 4 heads, MLP 4x, tied head, vocab 65) at context 256
-// and batch 64: logits, cross-entropy, zero_grad, backward, AdamW step.
-std::function<void()> gpt_step() {
+// and batch 64: logits, cross-entropy, zero_grad, backward, AdamW step. With `bf16`, the logits
+// and the loss under tt::AutocastGuard(kCUDA, kBFloat16) (gpt_step_bf16, issue 19).
+std::function<void()> gpt_step(bool bf16 = false) {
   auto gpt = std::make_shared<tt::nn::GPT>(
       tt::nn::GPTOptions(kGptVocab, kGptT).n_layer(4).n_embd(128).n_head(4).mlp_ratio(4).tie_weights(true));
   gpt->to(kGpu);
@@ -110,11 +111,25 @@ std::function<void()> gpt_step() {
   tt::Tensor targets = tokens.slice(1, 1, kGptT + 1).contiguous().reshape({kGptB * kGptT});
   auto opt = std::make_shared<tt::optim::AdamW>(gpt->parameters(), tt::optim::AdamWOptions(1e-3).weight_decay(0.01));
   return [=] {
-    tt::Tensor loss = tt::F::cross_entropy(gpt->forward(ids).reshape({kGptB * kGptT, kGptVocab}), targets);
+    tt::Tensor loss;
+    {
+      tt::AutocastGuard autocast(tt::kCUDA, tt::kBFloat16, bf16);
+      loss = tt::F::cross_entropy(gpt->forward(ids).reshape({kGptB * kGptT, kGptVocab}), targets);
+    }
     opt->zero_grad();
     loss.backward();
     opt->step();
   };
+}
+
+// The dense bf16 tensor-core peak of device 0 in TFLOP/s, from its name (vendor datasheets, without
+// sparsity): H100 SXM 989, H100 PCIe 756, H200 989, A100 312; 0 when unknown (MFU not printed).
+double bf16_peak_tflops() {
+  const std::string name = tt::cuda::device_description(0);
+  if (name.find("H200") != std::string::npos) return 989;
+  if (name.find("H100") != std::string::npos) return name.find("PCIe") != std::string::npos ? 756 : 989;
+  if (name.find("A100") != std::string::npos) return 312;
+  return 0;
 }
 
 // --- PyTorch's times: {"name": ms, ...} from tools/bench_pytorch_cuda.py --------------------------
@@ -231,13 +246,19 @@ int run(int argc, char** argv) {
   };
   const double lin_flops = 3.0 * 2 * kLinRows * kLinIn * kLinOut;
   const double soft_elems = double(kSoftRows) * kSoftCols;
+  // The GPT step's matrix FLOPs, counted as the CPU gpt_step's (workloads.cpp) at T 256, B 64:
+  // per token and layer 24·E² (projections and MLP) + 4·T·E (causal scores and mix), the head
+  // 2·E·V; x3 with the backward.
+  const double gpt_flops =
+      3.0 * kGptB * kGptT * (4 * (24.0 * 128 * 128 + 4.0 * kGptT * 128) + 2.0 * 128 * kGptVocab);
   const std::vector<Row> rows = {
       {"linear_fb", [] { return linear_fb(); }, 0, lin_flops},
       {"linear_fb_cublas", [&] { return linear_fb_cublas(blas); }, 0, lin_flops},
       {"copy", [] { return copy_dd(); }, 2 * 4 * soft_elems, 0},
       {"softmax_fb", [] { return softmax_fb(); }, 5 * 4 * soft_elems, 0},  // fwd: x, y; bwd: y, dy, dx
       {"layernorm_fb", [] { return layernorm_fb(); }, 0, 0},
-      {"gpt_step", [] { return gpt_step(); }, 0, 0},
+      {"gpt_step", [] { return gpt_step(); }, 0, gpt_flops},
+      {"gpt_step_bf16", [] { return gpt_step(/*bf16=*/true); }, 0, gpt_flops},
   };
   const std::regex re(filter);
   auto selected = [&](const std::string& name) { return filter.empty() || std::regex_search(name, re); };
@@ -287,7 +308,7 @@ int run(int argc, char** argv) {
     else
       std::snprintf(buf, n, "%.3f", it->second);
   };
-  for (const char* name : {"linear_fb", "softmax_fb", "layernorm_fb", "gpt_step"}) {
+  for (const char* name : {"linear_fb", "softmax_fb", "layernorm_fb", "gpt_step", "gpt_step_bf16"}) {
     if (!ms.count(name)) continue;
     const double ours = ms[name];
     char c_blas[32] = "-", c_torch[32], r_blas[32] = "-", r_torch[32] = "n/a";
@@ -302,6 +323,18 @@ int run(int argc, char** argv) {
       std::snprintf(buf, sizeof buf, "%.0f GB/s = %.0f%% of copy's %.0f GB/s", soft_gbs, 100 * soft_gbs / copy_gbs,
                     copy_gbs);
       note = buf;
+    }
+    if (std::string(name).rfind("gpt_step", 0) == 0) {
+      // Tokens per second, and (bf16) the share of the GPU's dense bf16 tensor-core peak.
+      char buf[128];
+      const double tflops = gpt_flops / ours / 1e9;
+      std::snprintf(buf, sizeof buf, "%.0f tokens/s, %.1f TFLOP/s", kGptB * kGptT / (ours / 1e3), tflops);
+      note = buf;
+      const double peak = bf16_peak_tflops();
+      if (std::string(name) == "gpt_step_bf16" && peak > 0) {
+        std::snprintf(buf, sizeof buf, ", MFU %.1f%% of %.0f bf16 TFLOP/s", 100 * tflops / peak, peak);
+        note += buf;
+      }
     }
     cell(torch, name, c_torch, sizeof c_torch);
     if (torch.count(name) && torch[name] > 0) std::snprintf(r_torch, sizeof r_torch, "%.2f", torch[name] / ours);

@@ -69,6 +69,7 @@ struct Impl {
 
 // Each impl_*.cpp provides one of these; main.cpp calls those that were compiled in.
 Impl make_tinytorch_impl();
+Impl make_tinytorch_fp32_impl();  // the bf16 workloads in float32 (impl_tinytorch.cpp)
 Impl make_openblas_impl();
 #ifdef TT_BENCH_HAVE_LIBTORCH
 Impl make_libtorch_impl();
@@ -79,6 +80,8 @@ void add_training_workloads_libtorch(Impl& impl);
 // The attention workloads (attention_*.cpp), likewise.
 void add_attention_workloads_tinytorch(Impl& impl);
 void add_attention_workloads_libtorch(Impl& impl);
+// gpt_step_bf16 in float32, for make_tinytorch_fp32_impl (attention_tinytorch.cpp).
+void add_bf16_baselines_tinytorch(Impl& impl);
 // The flash-attention workloads sdpa_N (sdpa_*.cpp), likewise.
 void add_sdpa_workloads_tinytorch(Impl& impl);
 void add_sdpa_workloads_libtorch(Impl& impl);

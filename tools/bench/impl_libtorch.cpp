@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "libtorch_autocast.h"
 
 namespace ttbench {
 
@@ -29,13 +30,14 @@ at::Tensor filled(at::IntArrayRef shape, uint64_t seed) {
   return t;
 }
 
+// (bf16 results are read as float32.)
 double checksum_of(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
+  at::Tensor c = t.to(at::kFloat).contiguous();
   return checksum(c.data_ptr<float>(), c.numel());
 }
 
 double abs_checksum_of(const at::Tensor& t) {
-  at::Tensor c = t.contiguous();
+  at::Tensor c = t.to(at::kFloat).contiguous();
   return abs_checksum(c.data_ptr<float>(), c.numel());
 }
 
@@ -152,6 +154,21 @@ Factory linear_fb() {
   };
 }
 
+// linear_fb_bf16: linear_fb under LibTorch's CPU autocast in bf16 (with torch.autocast("cpu",
+// torch.bfloat16) as a Python user writes it); dy rounded to bf16, y's dtype.
+Factory linear_fb_bf16() {
+  return [] {
+    at::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
+    at::Tensor w = filled({2048, 512}, 2).requires_grad_(true);
+    at::Tensor b = filled({2048}, 3).requires_grad_(true);
+    auto forward = [=] {
+      CpuAutocast autocast;
+      return at::linear(x, w, b);
+    };
+    return forward_backward(forward, filled({8192, 2048}, 4).to(at::kBFloat16), {x, w, b});
+  };
+}
+
 // layernorm_fb: at::layer_norm over the last dim (768) of x [8192, 768] requiring grad, weight and
 // bias requiring grad; y.backward(dy). Same values as impl_tinytorch.cpp.
 Factory layernorm_fb() {
@@ -217,6 +234,7 @@ Impl make_libtorch_impl() {
   impl.factories["mlp_chain_fb"] = mlp_chain_fb();
   impl.factories["linear_fb"] = linear_fb();
   impl.factories["layernorm_fb"] = layernorm_fb();
+  impl.factories["linear_fb_bf16"] = linear_fb_bf16();
   add_training_workloads_libtorch(impl);
   add_attention_workloads_libtorch(impl);
   add_sdpa_workloads_libtorch(impl);

@@ -23,13 +23,14 @@ tt::Tensor filled(const tt::Shape& shape, uint64_t seed) {
   return t;
 }
 
+// (bf16 results are read as float32.)
 double checksum_of(const tt::Tensor& t) {
-  tt::Tensor c = t.contiguous();
+  tt::Tensor c = t.to(tt::kFloat32).contiguous();
   return checksum(c.data_ptr<float>(), c.numel());
 }
 
 double abs_checksum_of(const tt::Tensor& t) {
-  tt::Tensor c = t.contiguous();
+  tt::Tensor c = t.to(tt::kFloat32).contiguous();
   return abs_checksum(c.data_ptr<float>(), c.numel());
 }
 
@@ -148,6 +149,27 @@ Factory linear_fb() {
   };
 }
 
+// linear_fb_bf16: linear_fb under tt::AutocastGuard(kCPU, kBFloat16) when `bf16` (its three
+// GEMMs in bf16 with float32 accumulation; x, W, b and their grads float32; dy rounded to bf16,
+// y's dtype), and with `bf16 = false` the same in float32: the "tinytorch_fp32" baseline.
+Factory linear_fb_autocast(bool bf16) {
+  return [bf16] {
+    auto fc = std::make_shared<tt::nn::Linear>(512, 2048);
+    {
+      tt::NoGradGuard no_grad;
+      fc->weight.copy_(filled({2048, 512}, 2));
+      fc->bias.copy_(filled({2048}, 3));
+    }
+    tt::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
+    tt::Tensor dy = filled({8192, 2048}, 4).to(bf16 ? tt::kBFloat16 : tt::kFloat32);
+    auto forward = [=] {
+      tt::AutocastGuard autocast(tt::kCPU, tt::kBFloat16, bf16);
+      return fc->forward(x);
+    };
+    return forward_backward(forward, dy, {x, fc->weight, fc->bias});
+  };
+}
+
 // layernorm_fb: nn::LayerNorm(768) on x [8192, 768] requiring grad; y.backward(dy) with fixed dy.
 // x seed 1, dy seed 4; weight and bias filled (seeds 2, 3) so the affine is not the identity.
 Factory layernorm_fb() {
@@ -213,10 +235,23 @@ Impl make_tinytorch_impl() {
   impl.factories["mlp_chain_fb"] = mlp_chain_fb();
   impl.factories["linear_fb"] = linear_fb();
   impl.factories["layernorm_fb"] = layernorm_fb();
+  impl.factories["linear_fb_bf16"] = linear_fb_autocast(true);
   add_training_workloads_tinytorch(impl);
   add_attention_workloads_tinytorch(impl);
   add_sdpa_workloads_tinytorch(impl);
   return impl;
+}
+
+// tinytorch_fp32: the bf16 workloads run in float32 by the same library, the baseline of their
+// "bf16 >= 1.3x our own float32" targets (issue 19).
+Impl make_tinytorch_fp32_impl() {
+  Impl fp32 = make_tinytorch_impl();
+  fp32.name = "tinytorch_fp32";
+  fp32.describe = [] { return std::string("tinytorch_fp32: tinytorch itself (the same threads), in float32"); };
+  fp32.factories.clear();
+  fp32.factories["linear_fb_bf16"] = linear_fb_autocast(false);
+  add_bf16_baselines_tinytorch(fp32);
+  return fp32;
 }
 
 }  // namespace ttbench

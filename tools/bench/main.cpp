@@ -60,7 +60,8 @@ void usage() {
       "  --warmup N      untimed ops per impl before calibration (default 2)\n"
       "  --threads N     threads for every library (default: hardware threads);\n"
       "                  0 leaves every library at its own default\n"
-      "  --impls LIST    comma-separated subset of: tinytorch,openblas,libtorch,pytorch\n"
+      "  --impls LIST    comma-separated subset of: tinytorch,tinytorch_fp32,openblas,libtorch,\n"
+      "                  pytorch\n"
       "                  (default: all compiled in, and pytorch when python3 has torch >= 2;\n"
       "                  named here, pytorch prints every row, skipped with the reason if it\n"
       "                  cannot run them)\n"
@@ -200,6 +201,7 @@ int main(int argc, char** argv) try {
   compiled.push_back(ttbench::make_libtorch_impl());
 #endif
   compiled.push_back(ttbench::make_openblas_impl());
+  compiled.push_back(ttbench::make_tinytorch_fp32_impl());
   compiled.push_back(ttbench::make_tinytorch_impl());
 
   // pytorch is not compiled in but run (impl_pytorch.cpp): always known.

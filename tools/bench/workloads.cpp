@@ -48,6 +48,18 @@ WorkloadSpec matmul(int64_t n, int rounds, double sample_seconds) {
   return s;
 }
 
+// `base` run under bf16 autocast (issue 19): named base_bf16, judged against tinytorch's own
+// float32 run of the same work (impl tinytorch_fp32): at least 1.3x its speed. The checksums of
+// the two differ by bf16 rounding, about 1e-3.
+WorkloadSpec bf16_autocast(const WorkloadSpec& base, const std::string& what) {
+  WorkloadSpec s = base;
+  s.name = base.name + "_bf16";
+  s.description = base.name + " under bf16 autocast: " + what + " (tinytorch_fp32: the same in float32)";
+  s.check_rtol = 2e-2;
+  s.targets = {ratio_at_least("tinytorch_fp32", 1.3)};
+  return s;
+}
+
 }  // namespace
 
 std::vector<WorkloadSpec> all_workloads() {
@@ -225,6 +237,14 @@ std::vector<WorkloadSpec> all_workloads() {
   gpt_step.targets = {ratio_at_least("libtorch", 1.0),  // issue 5: <= 1.0x LibTorch's time per step
                       ratio_at_least("pytorch", 1.0)};  // issue 16: <= 1.0x PyTorch 2's time per step
   all.push_back(gpt_step);
+
+  // --- issue 19: bf16 autocast on the CPU --------------------------------------------------------
+  // The same work as linear_fb and gpt_step under tt::AutocastGuard(kCPU, kBFloat16), judged
+  // against tinytorch's own float32 run of it (impl tinytorch_fp32) and shown beside LibTorch under
+  // its CPU autocast (oneDNN's bf16 GEMM). Checksums differ by bf16 rounding: about 1e-3.
+  all.push_back(bf16_autocast(linear_fb, "the three GEMMs in bf16, float32 accumulation, parameters and grads "
+                                         "float32"));
+  all.push_back(bf16_autocast(gpt_step, "the forward and loss in mixed precision; AdamW on float32 parameters"));
 
   // --- issue 6: flash attention on the CPU ----------------------------------------------------------
   // q, k, v [1, 8, N, 64] float32, causal, forward + backward. FLOPs as FlashAttention's benchmark

@@ -1,4 +1,4 @@
-// CPU elementwise kernels: copy (with dtype conversion), fill, unary, binary, where.
+// CPU elementwise kernels: copy (with dtype conversion, bf16 included), fill, unary, binary, where.
 // All run on the StridedLoop engine (loop.h); each inner loop has a contiguous branch the
 // compiler vectorizes and a broadcast-scalar branch for `t + 2` and bias-like operands.
 #include <cstring>
@@ -86,16 +86,16 @@ void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor&
 }  // namespace
 
 void CpuBackend::copy(const Tensor& out, const Tensor& src) {
-  TT_DISPATCH_ALL(out.dtype(), "copy", [&] {
+  TT_DISPATCH_STORAGE(out.dtype(), "copy", [&] {
     using out_t = scalar_t;
-    TT_DISPATCH_ALL(src.dtype(), "copy", [&] {
+    TT_DISPATCH_STORAGE(src.dtype(), "copy", [&] {
       unary_loop<out_t, scalar_t>(out, src, [](scalar_t v) { return static_cast<out_t>(v); });
     });
   });
 }
 
 void CpuBackend::fill(const Tensor& out, Scalar value) {
-  TT_DISPATCH_ALL(out.dtype(), "fill_", [&] {
+  TT_DISPATCH_STORAGE(out.dtype(), "fill_", [&] {
     const scalar_t v = value.to<scalar_t>();
     const Tensor* ops[1] = {&out};
     StridedLoop<1> loop(ops);
@@ -123,7 +123,7 @@ void CpuBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const T
 
 // out, cond, a, b: bcast to out.
 void CpuBackend::where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
-  TT_DISPATCH_ALL(out.dtype(), "where", [&] {
+  TT_DISPATCH_STORAGE(out.dtype(), "where", [&] {
     const Tensor* ops[4] = {&out, &cond, &a, &b};
     StridedLoop<4> loop(ops);
     loop.run([](char** p, const int64_t* s, int64_t n) {

@@ -1,4 +1,5 @@
-// CPU GEMM: float32/float64 through OpenBLAS (cblas_sgemm / cblas_dgemm), int64 by a plain loop.
+// CPU GEMM: float32/float64 through OpenBLAS (cblas_sgemm / cblas_dgemm), bf16 through our own
+// AVX512-BF16 kernel (cpu/gemm_bf16.cpp; Debian's OpenBLAS has no sbgemm), int64 by a plain loop.
 // Transposed views are passed to BLAS as transpose flags with their own leading dimension, so a
 // `b.t()` costs nothing; batches (with broadcast, stride-0 batch dims) loop over pointer offsets
 // without allocating.
@@ -7,11 +8,23 @@
 #include <algorithm>
 
 #include "tinytorch/backend/cpu/cpu_backend.h"
+#include "tinytorch/backend/cpu/gemm_bf16.h"
 #include "tinytorch/core/threads.h"
 
 namespace tt::cpu {
 
 namespace {
+
+// The dtypes a GEMM takes: the numeric ones and bf16.
+#define TT_DISPATCH_GEMM(dtype, opname, ...)                                         \
+  switch (dtype) {                                                                   \
+    TT_DISPATCH_CASE(::tt::kFloat32, float, __VA_ARGS__)                             \
+    TT_DISPATCH_CASE(::tt::kFloat64, double, __VA_ARGS__)                            \
+    TT_DISPATCH_CASE(::tt::kInt64, int64_t, __VA_ARGS__)                             \
+    TT_DISPATCH_CASE(::tt::kBFloat16, ::tt::BFloat16, __VA_ARGS__)                   \
+    default:                                                                         \
+      throw ::tt::DtypeError(::tt::detail::concat(opname, ": unsupported dtype ", dtype)); \
+  }
 
 // How BLAS should read one [rows, cols] matrix with strides (sr, sc); see blas_compatible().
 struct BlasLayout {
@@ -54,7 +67,9 @@ void gemm_naive(const T* a, const T* b, T* c, int64_t M, int64_t N, int64_t K, i
 template <typename T>
 void gemm_one(const T* a, const T* b, T* c, int64_t M, int64_t N, int64_t K, int64_t sa0, int64_t sa1,
               int64_t sb0, int64_t sb1, int64_t ldc, double beta) {
-  if constexpr (std::is_floating_point<T>::value) {
+  if constexpr (std::is_same<T, BFloat16>::value) {
+    gemm_bf16(a, b, c, M, N, K, sa0, sa1, sb0, sb1, ldc, beta);
+  } else if constexpr (std::is_floating_point<T>::value) {
     if (K == 0) {  // an empty inner dim: c = beta * c
       for (int64_t r = 0; r < M; ++r)
         for (int64_t j = 0; j < N; ++j) c[r * ldc + j] = beta == 0.0 ? T(0) : T(beta) * c[r * ldc + j];
@@ -71,7 +86,7 @@ void gemm_one(const T* a, const T* b, T* c, int64_t M, int64_t N, int64_t K, int
 // out: [B.., M, N] (last dim contiguous); a: [B.., M, K]; b: [B.., K, N] (batch dims of a and
 // b already broadcast to out's, stride 0 allowed; both blas_compatible for float dtypes).
 void CpuBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
-  detail::apply_num_threads();  // the BLAS gets tinytorch's thread count before its first GEMM
+  tt::detail::apply_num_threads();  // the BLAS gets tinytorch's thread count before its first GEMM
   const int nd = out.dim();
   const int64_t M = out.size(nd - 2), N = out.size(nd - 1), K = a.size(nd - 1);
   if (M == 0 || N == 0) return;
@@ -96,7 +111,7 @@ void CpuBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
       return M > 1;  // with one row, its stride says nothing about the next batch
     };
     if (fold && rows_fold(a) && rows_fold(out) && a.stride(nd - 1) == 1) {
-      TT_DISPATCH_NUMERIC(out.dtype(), "matmul", [&] {
+      TT_DISPATCH_GEMM(out.dtype(), "matmul", [&] {
         gemm_one(a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), batch * M, N, K,
                  a.stride(nd - 2), a.stride(nd - 1), b.stride(nd - 2), b.stride(nd - 1), ldc, beta);
       });
@@ -116,7 +131,7 @@ void CpuBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
     }
   };
 
-  TT_DISPATCH_NUMERIC(out.dtype(), "matmul", [&] {
+  TT_DISPATCH_GEMM(out.dtype(), "matmul", [&] {
     const scalar_t* pa = a.data_ptr<scalar_t>();
     const scalar_t* pb = b.data_ptr<scalar_t>();
     scalar_t* pc = out.data_ptr<scalar_t>();

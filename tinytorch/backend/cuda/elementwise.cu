@@ -84,15 +84,15 @@ void arange_typed(const Tensor& out, double start, double step) {
 
 void CudaBackend::copy(const Tensor& out, const Tensor& src) {
   DeviceGuard guard(out.device().index);
-  TT_DISPATCH_ALL(out.dtype(), "copy", [&] {
+  TT_DISPATCH_STORAGE(out.dtype(), "copy", [&] {
     using out_t = scalar_t;
-    TT_DISPATCH_ALL(src.dtype(), "copy", [&] { copy_typed<out_t, scalar_t>(out, src); });
+    TT_DISPATCH_STORAGE(src.dtype(), "copy", [&] { copy_typed<out_t, scalar_t>(out, src); });
   });
 }
 
 void CudaBackend::fill(const Tensor& out, Scalar value) {
   DeviceGuard guard(out.device().index);
-  TT_DISPATCH_ALL(out.dtype(), "fill_", [&] { fill_typed<scalar_t>(out, value.to<scalar_t>()); });
+  TT_DISPATCH_STORAGE(out.dtype(), "fill_", [&] { fill_typed<scalar_t>(out, value.to<scalar_t>()); });
 }
 
 void CudaBackend::unary(UnaryOp op, const Tensor& out, const Tensor& in) {
@@ -110,7 +110,7 @@ void CudaBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const 
 
 void CudaBackend::where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
   DeviceGuard guard(out.device().index);
-  TT_DISPATCH_ALL(out.dtype(), "where", [&] { where_typed<scalar_t>(out, cond, a, b); });
+  TT_DISPATCH_STORAGE(out.dtype(), "where", [&] { where_typed<scalar_t>(out, cond, a, b); });
 }
 
 void CudaBackend::arange(const Tensor& out, double start, double step) {

@@ -1,10 +1,12 @@
-// CUDA GEMM: float32/float64 through cuBLAS (cublasGemmEx with FP32 or TF32 compute, cublasDgemm),
+// CUDA GEMM: float32/float64/bf16 through cuBLAS (cublasGemmEx with FP32 or TF32 compute, bf16 operands
+// with FP32 compute, cublasDgemm),
 // int64 and empty inner dims by a plain strided kernel. Twin of cpu/gemm.cpp: transposed views go
 // to cuBLAS as transpose flags with their own leading dimension, broadcast (stride-0) batch dims
 // as a zero batch stride, and batch dims that form one evenly strided run as one strided-batched
 // call. Nothing is copied or allocated.
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
@@ -56,9 +58,10 @@ __global__ void gemm_naive_kernel(BatchDims bd, const T* a, const T* b, T* c, in
       oc += idx * bd.sc[d];
     }
     T* cp = c + oc + i * sc0 + j * sc1;
-    T acc = beta != 0.0 ? T(beta) * *cp : T(0);
-    for (int64_t k = 0; k < K; ++k) acc += a[oa + i * sa0 + k * sa1] * b[ob + k * sb0 + j * sb1];
-    *cp = acc;
+    using acc_t = std::conditional_t<std::is_same<T, BFloat16>::value, float, T>;  // bf16 sums in float32
+    acc_t acc = beta != 0.0 ? acc_t(beta) * acc_t(*cp) : acc_t(0);
+    for (int64_t k = 0; k < K; ++k) acc += acc_t(a[oa + i * sa0 + k * sa1]) * acc_t(b[ob + k * sb0 + j * sb1]);
+    *cp = T(acc);
   }
 }
 
@@ -134,8 +137,21 @@ void gemm_colmajor(int device, ScalarType dtype, bool trans_a, bool trans_b, int
                                                  const_cast<void*>(c.p), CUDA_R_32F, ldc, c.batch_stride, batch,
                                                  compute, CUBLAS_GEMM_DEFAULT));
     }
+  } else if (dtype == kBFloat16) {
+    // bf16 operands on the tensor cores, float32 accumulation (CUBLAS_COMPUTE_32F), bf16 output.
+    const float al = float(alpha), be = float(beta);
+    if (count == 1) {
+      TT_CUBLAS_CHECK(cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_16BF, lda, b.p,
+                                   CUDA_R_16BF, ldb, &be, const_cast<void*>(c.p), CUDA_R_16BF, ldc,
+                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    } else {
+      TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p,
+                                                 CUDA_R_16BF, lda, a.batch_stride, b.p, CUDA_R_16BF, ldb,
+                                                 b.batch_stride, &be, const_cast<void*>(c.p), CUDA_R_16BF, ldc,
+                                                 c.batch_stride, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
   } else {
-    TT_CHECK_DTYPE(dtype == kFloat64, "gemm: cuBLAS path takes float32 or float64, got ", dtype);
+    TT_CHECK_DTYPE(dtype == kFloat64, "gemm: cuBLAS path takes float32, float64 or bfloat16, got ", dtype);
     const double al = alpha, be = beta;
     const auto* A = static_cast<const double*>(a.p);
     const auto* B = static_cast<const double*>(b.p);
@@ -164,7 +180,11 @@ void CudaBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, doub
   const int64_t M = out.size(nd - 2), N = out.size(nd - 1), K = a.size(nd - 1);
   if (out.numel() == 0) return;
   if (!out.is_floating_point() || K == 0) {  // integers, or out = beta * out
-    TT_DISPATCH_NUMERIC(out.dtype(), "matmul", [&] { gemm_naive<scalar_t>(out, a, b, beta); });
+    if (out.dtype() == kBFloat16) {
+      gemm_naive<BFloat16>(out, a, b, beta);
+    } else {
+      TT_DISPATCH_NUMERIC(out.dtype(), "matmul", [&] { gemm_naive<scalar_t>(out, a, b, beta); });
+    }
     return;
   }
   TT_CHECK(blas_compatible(a) && blas_compatible(b) && blas_compatible(out),

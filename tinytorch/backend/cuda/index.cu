@@ -130,7 +130,7 @@ void CudaBackend::index_select(const Tensor& out, const Tensor& in, int dim, con
   if (out.numel() == 0) return;
   const int64_t* ix = index.data_ptr<int64_t>();
   const int64_t ixs = index.dim() == 0 ? 0 : index.stride(0);
-  TT_DISPATCH_ALL(in.dtype(), "index_select", [&] {
+  TT_DISPATCH_STORAGE(in.dtype(), "index_select", [&] {
     scalar_t* dst = static_cast<scalar_t*>(out.raw_data_ptr());
     const scalar_t* src = static_cast<const scalar_t*>(in.raw_data_ptr());
     if (in.is_contiguous() && out.is_contiguous()) {
@@ -156,7 +156,7 @@ void CudaBackend::gather(const Tensor& out, const Tensor& in, int dim, const Ten
   int64_t ix_strides[kMaxDims];
   strides_of(index, ix_strides);
   const IndexGeom g(out.shape(), out, in, dim, ix_strides);
-  TT_DISPATCH_ALL(in.dtype(), "gather", [&] {
+  TT_DISPATCH_STORAGE(in.dtype(), "gather", [&] {
     gather_kernel<scalar_t><<<blocks_for(g.numel), kThreads>>>(g, static_cast<scalar_t*>(out.raw_data_ptr()),
                                                                static_cast<const scalar_t*>(in.raw_data_ptr()),
                                                                index.data_ptr<int64_t>());

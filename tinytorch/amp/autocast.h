@@ -1,0 +1,114 @@
+// Autocast (automatic mixed precision): tt::AutocastGuard, and the one list of the ops it changes,
+// each with its cast policy. See Note [autocast] in autocast.cpp and modules/15_mixed_precision.
+//
+//   tt::AutocastGuard autocast(tt::kCPU, tt::kBFloat16);   // or tt::kCUDA, as torch.autocast
+//   tt::Tensor loss = F::cross_entropy(model->forward(x), y);  // linear in bf16, the loss in float32
+//   // leave the scope, then: loss.backward(); opt.step();  (parameters and grads stay float32)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "tinytorch/core/device.h"
+#include "tinytorch/core/dtype.h"
+#include "tinytorch/core/tensor.h"
+
+namespace tt {
+
+// --- the ops autocast changes ------------------------------------------------------------------
+// X(Enum, name, policy)
+//   LowerPrecision  float32 inputs are cast to the autocast dtype (bf16): the matrix products,
+//                   where bf16 doubles the speed (tensor cores, AVX512-BF16) and a float32
+//                   accumulator keeps the sums accurate.
+//   Float32         bf16 inputs are cast to float32: ops that exponentiate, divide by a sum, or
+//                   add up many terms, where bf16's 8 significant bits lose too much.
+// Every other op runs in the dtype of its inputs, promoted as usual: bf16 + float32 is float32,
+// so a residual connection in float32 stays float32. Elementwise ops on bf16 compute in float32
+// and round once (Note [bf16 compute] in backend/bf16_compute.h).
+// A new entry needs its hook in the op's function (amp::autocast(...), see below); an entry
+// without one is flagged by the test that walks this list (tests/amp/test_autocast.cpp).
+enum class CastPolicy : uint8_t { LowerPrecision, Float32 };
+#define TT_AUTOCAST_OPS(X)                                               \
+  X(Matmul, "matmul", LowerPrecision)                                    \
+  X(Mm, "mm", LowerPrecision)                                            \
+  X(Bmm, "bmm", LowerPrecision)                                          \
+  X(Linear, "linear", LowerPrecision)                                    \
+  X(ScaledDotProductAttention, "scaled_dot_product_attention", LowerPrecision) \
+  X(Softmax, "softmax", Float32)                                         \
+  X(LogSoftmax, "log_softmax", Float32)                                  \
+  X(LayerNorm, "layer_norm", Float32)                                    \
+  X(RmsNorm, "rms_norm", Float32)                                        \
+  X(CrossEntropy, "cross_entropy", Float32)                              \
+  X(NllLoss, "nll_loss", Float32)                                        \
+  X(MseLoss, "mse_loss", Float32)                                        \
+  X(BinaryCrossEntropy, "binary_cross_entropy", Float32)                 \
+  X(BinaryCrossEntropyWithLogits, "binary_cross_entropy_with_logits", Float32) \
+  X(Sum, "sum", Float32)                                                 \
+  X(Mean, "mean", Float32)
+
+#define TT_AUTOCAST_ENUM(Enum, ...) Enum,
+enum class AutocastOp : uint8_t { TT_AUTOCAST_OPS(TT_AUTOCAST_ENUM) };
+#undef TT_AUTOCAST_ENUM
+
+// Turns autocast on (or, with enabled = false, off) for ops on `device_type` tensors, on this
+// thread, until the guard goes out of scope; guards nest and restore what they found. dtype must
+// be kBFloat16 (float16 is not supported: it also needs loss scaling; module 15 says why).
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(DeviceType device_type, ScalarType dtype = kBFloat16, bool enabled = true);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  DeviceType device_type_;
+  bool prev_enabled_;
+  ScalarType prev_dtype_;
+};
+
+namespace amp {
+
+bool is_autocast_enabled(DeviceType device_type);  // on this thread
+ScalarType get_autocast_dtype(DeviceType device_type);
+const char* op_name(AutocastOp op);
+CastPolicy policy(AutocastOp op);
+constexpr size_t kNumAutocastOps = 0
+#define TT_AUTOCAST_COUNT(...) +1
+    TT_AUTOCAST_OPS(TT_AUTOCAST_COUNT);
+#undef TT_AUTOCAST_COUNT
+
+// The hook at the top of each listed op:
+//   if (auto cast = amp::autocast(AutocastOp::Linear, {x, w, b})) return linear(cast[0], cast[1], cast[2]);
+// When autocast is on for the inputs' device, `cast` holds the inputs cast by the op's policy
+// (differentiable casts, as Tensor::to; integer, bool and float64 tensors pass unchanged) and
+// turns autocast off on this thread while it lives, so the op's own body and the ops it calls run
+// as written (PyTorch casts once, at the outermost op, the same way). Otherwise it is empty
+// (false) and the op goes on as usual.
+class Autocast {
+ public:
+  Autocast() = default;
+  Autocast(AutocastOp op, std::initializer_list<Tensor> inputs);
+  ~Autocast();
+  Autocast(Autocast&& other) noexcept;
+  Autocast(const Autocast&) = delete;
+  Autocast& operator=(const Autocast&) = delete;
+  Autocast& operator=(Autocast&&) = delete;
+
+  explicit operator bool() const { return active_; }
+  const Tensor& operator[](size_t i) const { return inputs_[i]; }
+
+ private:
+  bool active_ = false;
+  DeviceType device_type_ = kCPU;
+  Tensor inputs_[4];
+};
+Autocast autocast(AutocastOp op, std::initializer_list<Tensor> inputs);
+
+// How many ops went through autocast on this thread (a counter for the test that checks every
+// listed op has its hook).
+uint64_t autocast_hits(AutocastOp op);
+
+}  // namespace amp
+
+}  // namespace tt
