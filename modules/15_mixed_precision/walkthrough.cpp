@@ -585,6 +585,34 @@ void step_7_speed() {
       "is large products, and the closer the step's speedup comes to the GEMM's. `tools/tt demo\n"
       "--precision bf16` trains the milestone's GPT this way; on a GPU, tensor cores make bf16\n"
       "products many times faster than float32 ones, and the same autocast applies.");
+  if (!tt::cuda::is_available()) {
+    say("No GPU here: on a CUDA build with a GPU this step also times a [4096, 4096] product on it,\n"
+        "float32 (TF32 off) against bf16 on the tensor cores (cuBLAS, float32 accumulation).");
+    return;
+  }
+  say("This machine has a GPU: a [4096, 4096] product on it, float32 (TF32 off: full float32)\n"
+      "against bf16 on the tensor cores, each call synchronized, best of 10:");
+  {
+    const int64_t n = 4096;
+    Tensor a32 = tt::randn({n, n}).cuda(), b32 = tt::randn({n, n}).cuda();
+    Tensor a16 = a32.to(tt::kBFloat16), b16 = b32.to(tt::kBFloat16);
+    const bool tf32 = tt::cuda::allow_tf32();
+    tt::cuda::set_allow_tf32(false);
+    auto timed = [](const Tensor& a, const Tensor& b) {
+      a.matmul(b);
+      tt::cuda::synchronize();
+      return best_ms([&] {
+        a.matmul(b);
+        tt::cuda::synchronize();
+      }, 10);
+    };
+    const double t32 = timed(a32, b32), t16 = timed(a16, b16);
+    tt::cuda::set_allow_tf32(tf32);
+    const double tflop = 2.0 * double(n) * double(n) * double(n) * 1e-12;
+    std::cout << ">>> " << tt::cuda::device_description(0) << "\n    float32 " << fmt("%.3f", t32) << " ms ("
+              << fmt("%.0f", tflop / t32 * 1e3) << " TFLOP/s), bf16 " << fmt("%.3f", t16) << " ms ("
+              << fmt("%.0f", tflop / t16 * 1e3) << " TFLOP/s): " << fmt("%.1f", t32 / t16) << "x\n";
+  }
 }
 
 }  // namespace
