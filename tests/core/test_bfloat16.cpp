@@ -103,6 +103,11 @@ TEST_CASE("bf16 factories, printing and item", "[core][bf16]") {
   Tensor r = randn({1000}, kBFloat16);
   CHECK(r.dtype() == kBFloat16);
   CHECK(std::fabs(r.to(kFloat32).mean().item<double>()) < 0.15);
+  Tensor ints = randint(0, 5, {100}, kBFloat16);  // as a float32 tensor draws them, in bf16
+  CHECK(ints.dtype() == kBFloat16);
+  CHECK(ints.to(kFloat32).min().item<double>() >= 0.0);
+  CHECK(ints.to(kFloat32).max().item<double>() <= 4.0);
+  CHECK(all_true(ints.to(kFloat32) == ints.to(kFloat32).to(kInt64).to(kFloat32)));  // whole numbers
   Tensor u = rand({1000}, kBFloat16);
   CHECK(u.to(kFloat32).min().item<double>() >= 0.0);
   CHECK(u.to(kFloat32).max().item<double>() <= 1.0);

@@ -62,7 +62,7 @@ class Widen {
 
 }  // namespace
 
-// --- kernels that take bf16 as it is (kNativeBf16): they move elements, or are the GEMM --------
+// --- kernels that take bf16 as it is: they move elements, or are the GEMM -----------------------
 void Bf16Compute::copy(const Tensor& out, const Tensor& src) { inner_.copy(out, src); }
 void Bf16Compute::fill(const Tensor& out, Scalar value) { inner_.fill(out, value); }
 void Bf16Compute::where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -76,9 +76,6 @@ void Bf16Compute::gather(const Tensor& out, const Tensor& in, int dim, const Ten
 }
 void Bf16Compute::arange(const Tensor& out, double start, double step) { inner_.arange(out, start, step); }
 void Bf16Compute::transfer(const Tensor& out, const Tensor& src) { inner_.transfer(out, src); }
-void Bf16Compute::randint(const Tensor& out, int64_t low, int64_t high, uint64_t seed, uint64_t offset) {
-  inner_.randint(out, low, high, seed, offset);  // integer dtypes only
-}
 void Bf16Compute::gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
   inner_.gemm(out, a, b, beta);
 }
@@ -118,6 +115,12 @@ void Bf16Compute::normal(const Tensor& out, double mean, double std, uint64_t se
   if (!any_bf16({&out})) return inner_.normal(out, mean, std, seed, offset);
   Widen w(inner_);
   inner_.normal(w.out(out), mean, std, seed, offset);
+  w.finish();
+}
+void Bf16Compute::randint(const Tensor& out, int64_t low, int64_t high, uint64_t seed, uint64_t offset) {
+  if (!any_bf16({&out})) return inner_.randint(out, low, high, seed, offset);
+  Widen w(inner_);  // the same integers as a float32 tensor draws, rounded to bf16 (exact up to 256)
+  inner_.randint(w.out(out), low, high, seed, offset);
   w.finish();
 }
 void Bf16Compute::softmax(const Tensor& out, const Tensor& in, int dim, bool log) {
