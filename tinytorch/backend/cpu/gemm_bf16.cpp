@@ -64,10 +64,12 @@ void scale_c(OutT* c, int64_t M, int64_t N, int64_t ldc, double beta) {
 #define TT_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 // GCC 12's AVX-512 headers initialise _mm512_undefined_epi32() from itself, which
-// -Wmaybe-uninitialized reports at every inlined use (GCC bug 105593, fixed in GCC 13).
+// -Wmaybe-uninitialized (at -O2 and above) and -Wuninitialized (at -O1, as in the sanitizer
+// builds) report at every inlined use (GCC bug 105593, fixed in GCC 13).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 constexpr int kMR = 12;            // rows of a micro-tile
