@@ -106,7 +106,8 @@ TEST_CASE("autocast guards nest, enabled=false turns it off, and it is per devic
 }
 
 TEST_CASE("AutocastGuard refuses dtypes other than bf16", "[amp][autocast]") {
-  REQUIRE_THROWS_WITH(AutocastGuard(kCPU, kFloat32), Contains("AutocastGuard: autocast supports bfloat16 only, got float32"));
+  REQUIRE_THROWS_WITH(AutocastGuard(kCPU, kFloat32),
+                      Contains("AutocastGuard: autocast supports bfloat16 only, got float32"));
   REQUIRE_THROWS_WITH(AutocastGuard(kCUDA, kFloat64), Contains("got float64"));
   CHECK_FALSE(amp::is_autocast_enabled(kCPU));  // a refused guard leaves nothing behind
 }

@@ -162,7 +162,8 @@ TEST_CASE("bf16 elementwise ops and reductions equal float32 rounded once", "[co
   CHECK(same_bits(softmax(x, 1), softmax(x.to(kFloat32), 1).to(kBFloat16)));
   CHECK(same_bits(log_softmax(x, 1), log_softmax(x.to(kFloat32), 1).to(kBFloat16)));
   Tensor w = ones({33}, kBFloat16), b = zeros({33}, kBFloat16);
-  CHECK(same_bits(layer_norm(x, {33}, w, b), layer_norm(x.to(kFloat32), {33}, w.to(kFloat32), b.to(kFloat32)).to(kBFloat16)));
+  CHECK(same_bits(layer_norm(x, {33}, w, b),
+                  layer_norm(x.to(kFloat32), {33}, w.to(kFloat32), b.to(kFloat32)).to(kBFloat16)));
   // Comparisons give bool, as for every dtype.
   CHECK((x > y).dtype() == kBool);
   CHECK((x > y).to_vector<bool>() == (x.to(kFloat32) > y.to(kFloat32)).to_vector<bool>());

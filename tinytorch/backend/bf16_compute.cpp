@@ -180,7 +180,8 @@ void Bf16Compute::rms_norm_backward(const Tensor& dx, const Tensor& dweight, con
 }
 void Bf16Compute::attention_forward(const Tensor& out, const Tensor& weights, const Tensor& q, const Tensor& k,
                                     const Tensor& v, const Tensor& bias, const AttentionArgs& args) {
-  if (!any_bf16({&out, &weights, &q, &k, &v, &bias})) return inner_.attention_forward(out, weights, q, k, v, bias, args);
+  if (!any_bf16({&out, &weights, &q, &k, &v, &bias}))
+    return inner_.attention_forward(out, weights, q, k, v, bias, args);
   Widen w(inner_);
   inner_.attention_forward(w.out(out), w.out(weights), w.in(q), w.in(k), w.in(v), w.in(bias), args);
   w.finish();

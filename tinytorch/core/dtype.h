@@ -71,6 +71,17 @@ template <> struct dtype_of<BFloat16> { static constexpr ScalarType value = kBFl
     default:                                                                   \
       throw ::tt::DtypeError(::tt::detail::concat(opname, ": unsupported dtype ", dtype)); \
   }
+// The numeric dtypes and bf16: for the kernels that compute on bf16 themselves (the GEMMs, with
+// float32 accumulation) rather than through Bf16Compute.
+#define TT_DISPATCH_NUMERIC_BF16(dtype, opname, ...)                           \
+  switch (dtype) {                                                             \
+    TT_DISPATCH_CASE(::tt::kFloat32, float, __VA_ARGS__)                       \
+    TT_DISPATCH_CASE(::tt::kFloat64, double, __VA_ARGS__)                      \
+    TT_DISPATCH_CASE(::tt::kInt64, int64_t, __VA_ARGS__)                       \
+    TT_DISPATCH_CASE(::tt::kBFloat16, ::tt::BFloat16, __VA_ARGS__)             \
+    default:                                                                   \
+      throw ::tt::DtypeError(::tt::detail::concat(opname, ": unsupported dtype ", dtype)); \
+  }
 #define TT_DISPATCH_NUMERIC(dtype, opname, ...)                                \
   switch (dtype) {                                                             \
     TT_DISPATCH_CASE(::tt::kFloat32, float, __VA_ARGS__)                       \

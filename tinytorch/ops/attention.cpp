@@ -69,7 +69,8 @@ Geometry check_inputs(const char* op, const Tensor& q, const Tensor& k, const Te
     const Tensor& t = *all[i];
     TT_CHECK(t.defined(), op, ": ", names[i], " is undefined");
     TT_CHECK_SHAPE(t.dim() >= 2, op, ": ", names[i], " must have at least 2 dims [..., T, D], got shape ", t.shape());
-    TT_CHECK_DTYPE(t.is_floating_point(), op, ": expected floating-point ", names[i], " (float32, float64 or bfloat16), got ",
+    TT_CHECK_DTYPE(t.is_floating_point(), op, ": expected floating-point ", names[i],
+                   " (float32, float64 or bfloat16), got ",
                    t.dtype());
     TT_CHECK_DTYPE(t.dtype() == q.dtype(), op, ": query, key and value must have one dtype, got ", q.dtype(),
                    " and ", t.dtype(), " (", names[i], ")");

@@ -81,7 +81,8 @@ Tensor arange(Scalar start, Scalar end, Scalar step, const TensorOptions& opts) 
            ", end=", e, ", step=", st);
   int64_t n = checked_count(std::ceil((e - s) / st), "arange");
   // bf16 values are computed in float32 and rounded once (Note [bfloat16]).
-  Tensor cpu = detail::empty({n}, opts.device(kCPU).dtype(compute_dtype(opts.dtype())).requires_grad(false), "arange");
+  const TensorOptions on_cpu = opts.device(kCPU).dtype(compute_dtype(opts.dtype())).requires_grad(false);
+  Tensor cpu = detail::empty({n}, on_cpu, "arange");
   backend_for(cpu.device()).arange(cpu, s, st);
   return finish(cpu.to(TensorOptions().dtype(opts.dtype()).device(opts.device())), opts);
 }
@@ -94,7 +95,8 @@ Tensor arange(Scalar end) { return arange(0, end, 1); }
 
 Tensor linspace(double start, double end, int64_t steps, const TensorOptions& opts) {
   TT_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
-  Tensor cpu = detail::empty({steps}, opts.device(kCPU).dtype(compute_dtype(opts.dtype())).requires_grad(false), "linspace");
+  const TensorOptions on_cpu = opts.device(kCPU).dtype(compute_dtype(opts.dtype())).requires_grad(false);
+  Tensor cpu = detail::empty({steps}, on_cpu, "linspace");
   double step = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
   TT_DISPATCH_NUMERIC(cpu.dtype(), "linspace", [&] {
     scalar_t* p = cpu.data_ptr<scalar_t>();

@@ -49,7 +49,8 @@ static_assert(sizeof(kReductionNames) / sizeof(kReductionNames[0]) == size_t(Red
 
 void check_input(const Tensor& input, const char* op) {
   TT_CHECK(input.defined(), op, ": input is an undefined tensor");
-  TT_CHECK_DTYPE(input.is_floating_point(), op, ": expected a floating-point input (float32, float64 or bfloat16), got ",
+  TT_CHECK_DTYPE(input.is_floating_point(), op,
+                 ": expected a floating-point input (float32, float64 or bfloat16), got ",
                  input.dtype());
 }
 

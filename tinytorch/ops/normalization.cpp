@@ -43,8 +43,8 @@ struct Rows {
 
 Rows check_inputs(const char* op, const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
-  TT_CHECK_DTYPE(x.is_floating_point(), op, ": expected a floating-point input (float32, float64 or bfloat16), got ", x.dtype(),
-                 "; convert it first, e.g. x.to(tt::kFloat32)");
+  TT_CHECK_DTYPE(x.is_floating_point(), op, ": expected a floating-point input (float32, float64 or bfloat16), got ",
+                 x.dtype(), "; convert it first, e.g. x.to(tt::kFloat32)");
   const int k = normalized_shape.size(), nd = x.dim();
   TT_CHECK_SHAPE(k >= 1, op, ": normalized_shape must have at least one dim, got ", normalized_shape);
   bool match = nd >= k;
@@ -210,7 +210,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
-  if (auto cast = amp::autocast(AutocastOp::RmsNorm, {x, weight})) return rms_norm(cast[0], normalized_shape, cast[1], eps);
+  if (auto cast = amp::autocast(AutocastOp::RmsNorm, {x, weight}))
+    return rms_norm(cast[0], normalized_shape, cast[1], eps);
   if (x.is_floating_point() && !eps) {  // the machine epsilon of x's dtype, as torch.finfo(x.dtype).eps
     eps = x.dtype() == kFloat64    ? std::numeric_limits<double>::epsilon()
           : x.dtype() == kBFloat16 ? 0.0078125  // 2^-7: bf16 keeps 7 fraction bits

@@ -6,7 +6,6 @@
 
 #include <limits>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "harness.h"
@@ -165,8 +164,7 @@ Factory gpt_step(bool bf16 = false) {
     auto opt = std::make_shared<torch::optim::AdamW>(gpt->parameters(),
                                                      torch::optim::AdamWOptions(1e-3).weight_decay(0.01));
     auto loss_of = [=]() mutable {
-      std::optional<CpuAutocast> autocast;
-      if (bf16) autocast.emplace();
+      CpuAutocast autocast(bf16);
       return torch::nn::functional::cross_entropy(gpt->forward(ids).view({kGptT * kGptB, kGptVocab}), targets);
     };
     auto step = [=]() mutable {

@@ -144,28 +144,18 @@ Factory mlp_chain_fb() {
 }
 
 // linear_fb: at::linear (addmm with the bias) on x [8192, 512] requiring grad; y.backward(dy).
-// Same values as impl_tinytorch.cpp.
-Factory linear_fb() {
-  return [] {
-    at::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
-    at::Tensor w = filled({2048, 512}, 2).requires_grad_(true);
-    at::Tensor b = filled({2048}, 3).requires_grad_(true);
-    return forward_backward([=] { return at::linear(x, w, b); }, filled({8192, 2048}, 4), {x, w, b});
-  };
-}
-
-// linear_fb_bf16: linear_fb under LibTorch's CPU autocast in bf16 (with torch.autocast("cpu",
-// torch.bfloat16) as a Python user writes it); dy rounded to bf16, y's dtype.
-Factory linear_fb_bf16() {
-  return [] {
+// Same values as impl_tinytorch.cpp. With `bf16` (linear_fb_bf16): the forward under LibTorch's
+// CPU autocast in bf16 (torch.autocast("cpu", torch.bfloat16) in Python); dy rounded to bf16.
+Factory linear_fb(bool bf16 = false) {
+  return [bf16] {
     at::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
     at::Tensor w = filled({2048, 512}, 2).requires_grad_(true);
     at::Tensor b = filled({2048}, 3).requires_grad_(true);
     auto forward = [=] {
-      CpuAutocast autocast;
+      CpuAutocast autocast(bf16);
       return at::linear(x, w, b);
     };
-    return forward_backward(forward, filled({8192, 2048}, 4).to(at::kBFloat16), {x, w, b});
+    return forward_backward(forward, filled({8192, 2048}, 4).to(bf16 ? at::kBFloat16 : at::kFloat), {x, w, b});
   };
 }
 
@@ -234,7 +224,7 @@ Impl make_libtorch_impl() {
   impl.factories["mlp_chain_fb"] = mlp_chain_fb();
   impl.factories["linear_fb"] = linear_fb();
   impl.factories["layernorm_fb"] = layernorm_fb();
-  impl.factories["linear_fb_bf16"] = linear_fb_bf16();
+  impl.factories["linear_fb_bf16"] = linear_fb(/*bf16=*/true);
   add_training_workloads_libtorch(impl);
   add_attention_workloads_libtorch(impl);
   add_sdpa_workloads_libtorch(impl);

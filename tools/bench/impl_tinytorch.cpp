@@ -136,23 +136,10 @@ Factory mlp_chain_fb() {
 
 // linear_fb: nn::Linear(512, 2048) on x [8192, 512] requiring grad; y.backward(dy) with fixed dy.
 // The same values as impl_openblas.cpp: x seed 1, W seed 2, b seed 3, dy seed 4.
-Factory linear_fb() {
-  return [] {
-    auto fc = std::make_shared<tt::nn::Linear>(512, 2048);
-    {
-      tt::NoGradGuard no_grad;
-      fc->weight.copy_(filled({2048, 512}, 2));
-      fc->bias.copy_(filled({2048}, 3));
-    }
-    tt::Tensor x = filled({8192, 512}, 1).requires_grad_(true);
-    return forward_backward([=] { return fc->forward(x); }, filled({8192, 2048}, 4), {x, fc->weight, fc->bias});
-  };
-}
-
-// linear_fb_bf16: linear_fb under tt::AutocastGuard(kCPU, kBFloat16) when `bf16` (its three
+// With `bf16` (linear_fb_bf16): the forward under tt::AutocastGuard(kCPU, kBFloat16), its three
 // GEMMs in bf16 with float32 accumulation; x, W, b and their grads float32; dy rounded to bf16,
-// y's dtype), and with `bf16 = false` the same in float32: the "tinytorch_fp32" baseline.
-Factory linear_fb_autocast(bool bf16) {
+// y's dtype. Without, it is also the bf16 workload's "tinytorch_fp32" baseline.
+Factory linear_fb(bool bf16 = false) {
   return [bf16] {
     auto fc = std::make_shared<tt::nn::Linear>(512, 2048);
     {
@@ -235,7 +222,7 @@ Impl make_tinytorch_impl() {
   impl.factories["mlp_chain_fb"] = mlp_chain_fb();
   impl.factories["linear_fb"] = linear_fb();
   impl.factories["layernorm_fb"] = layernorm_fb();
-  impl.factories["linear_fb_bf16"] = linear_fb_autocast(true);
+  impl.factories["linear_fb_bf16"] = linear_fb(/*bf16=*/true);
   add_training_workloads_tinytorch(impl);
   add_attention_workloads_tinytorch(impl);
   add_sdpa_workloads_tinytorch(impl);
@@ -249,7 +236,7 @@ Impl make_tinytorch_fp32_impl() {
   fp32.name = "tinytorch_fp32";
   fp32.describe = [] { return std::string("tinytorch_fp32: tinytorch itself (the same threads), in float32"); };
   fp32.factories.clear();
-  fp32.factories["linear_fb_bf16"] = linear_fb_autocast(false);
+  fp32.factories["linear_fb_bf16"] = linear_fb();
   add_bf16_baselines_tinytorch(fp32);
   return fp32;
 }

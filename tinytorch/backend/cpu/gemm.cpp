@@ -15,17 +15,6 @@ namespace tt::cpu {
 
 namespace {
 
-// The dtypes a GEMM takes: the numeric ones and bf16.
-#define TT_DISPATCH_GEMM(dtype, opname, ...)                                         \
-  switch (dtype) {                                                                   \
-    TT_DISPATCH_CASE(::tt::kFloat32, float, __VA_ARGS__)                             \
-    TT_DISPATCH_CASE(::tt::kFloat64, double, __VA_ARGS__)                            \
-    TT_DISPATCH_CASE(::tt::kInt64, int64_t, __VA_ARGS__)                             \
-    TT_DISPATCH_CASE(::tt::kBFloat16, ::tt::BFloat16, __VA_ARGS__)                   \
-    default:                                                                         \
-      throw ::tt::DtypeError(::tt::detail::concat(opname, ": unsupported dtype ", dtype)); \
-  }
-
 // How BLAS should read one [rows, cols] matrix with strides (sr, sc); see blas_compatible().
 struct BlasLayout {
   CBLAS_TRANSPOSE trans;
@@ -111,7 +100,7 @@ void CpuBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
       return M > 1;  // with one row, its stride says nothing about the next batch
     };
     if (fold && rows_fold(a) && rows_fold(out) && a.stride(nd - 1) == 1) {
-      TT_DISPATCH_GEMM(out.dtype(), "matmul", [&] {
+      TT_DISPATCH_NUMERIC_BF16(out.dtype(), "matmul", [&] {
         gemm_one(a.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), batch * M, N, K,
                  a.stride(nd - 2), a.stride(nd - 1), b.stride(nd - 2), b.stride(nd - 1), ldc, beta);
       });
@@ -131,7 +120,7 @@ void CpuBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, doubl
     }
   };
 
-  TT_DISPATCH_GEMM(out.dtype(), "matmul", [&] {
+  TT_DISPATCH_NUMERIC_BF16(out.dtype(), "matmul", [&] {
     const scalar_t* pa = a.data_ptr<scalar_t>();
     const scalar_t* pb = b.data_ptr<scalar_t>();
     scalar_t* pc = out.data_ptr<scalar_t>();

@@ -1,9 +1,8 @@
-// CUDA GEMM: float32/float64/bf16 through cuBLAS (cublasGemmEx with FP32 or TF32 compute, bf16 operands
-// with FP32 compute, cublasDgemm),
-// int64 and empty inner dims by a plain strided kernel. Twin of cpu/gemm.cpp: transposed views go
-// to cuBLAS as transpose flags with their own leading dimension, broadcast (stride-0) batch dims
-// as a zero batch stride, and batch dims that form one evenly strided run as one strided-batched
-// call. Nothing is copied or allocated.
+// CUDA GEMM: float32/float64/bf16 through cuBLAS (cublasGemmEx with FP32 or TF32 compute, bf16
+// operands with FP32 compute; cublasDgemm), int64 and empty inner dims by a plain strided kernel.
+// Twin of cpu/gemm.cpp: transposed views go to cuBLAS as transpose flags with their own leading
+// dimension, broadcast (stride-0) batch dims as a zero batch stride, and batch dims that form one
+// evenly strided run as one strided-batched call. Nothing is copied or allocated.
 #include <algorithm>
 #include <climits>
 #include <type_traits>
@@ -180,11 +179,7 @@ void CudaBackend::gemm(const Tensor& out, const Tensor& a, const Tensor& b, doub
   const int64_t M = out.size(nd - 2), N = out.size(nd - 1), K = a.size(nd - 1);
   if (out.numel() == 0) return;
   if (!out.is_floating_point() || K == 0) {  // integers, or out = beta * out
-    if (out.dtype() == kBFloat16) {
-      gemm_naive<BFloat16>(out, a, b, beta);
-    } else {
-      TT_DISPATCH_NUMERIC(out.dtype(), "matmul", [&] { gemm_naive<scalar_t>(out, a, b, beta); });
-    }
+    TT_DISPATCH_NUMERIC_BF16(out.dtype(), "matmul", [&] { gemm_naive<scalar_t>(out, a, b, beta); });
     return;
   }
   TT_CHECK(blas_compatible(a) && blas_compatible(b) && blas_compatible(out),
