@@ -105,7 +105,8 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tt::relaunch_with_blas_core(argv);  // OpenBLAS's proper kernels where it did not recognise the CPU
+  // OpenBLAS's proper kernels; OpenMP's own wait policy, as PyTorch runs (Note [threading policy])
+  tt::relaunch_with_runtime_env(argv, tt::WaitPolicy::OpenMPDefault);
   int threads = 2, rounds = 7;
   double min_ms = 30.0;
   bool quick = false;

@@ -1,10 +1,17 @@
 // The threading policy (Note [threading policy]): tt::set_num_threads governs OpenMP regions on
 // every thread and the BLAS; the BLAS never takes our region down to one thread; the check of
-// OpenBLAS's kernel set against the CPU; the doctor's report.
+// OpenBLAS's kernel set against the CPU; the relaunch that sets the wait policy; the doctor's report.
 #include <omp.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "test_util.h"
 #include "tinytorch/backend/cpu/blas_info.h"
@@ -156,13 +163,63 @@ TEST_CASE("config_report names the BLAS, its kernels and the thread counts", "[c
   CHECK(problems == (report.find("no problems found") == std::string::npos));
 }
 
-TEST_CASE("relaunch_with_blas_core does nothing without argv or when told not to", "[core][threads]") {
-  relaunch_with_blas_core(nullptr);  // returns: nothing to exec
+TEST_CASE("relaunch_with_runtime_env does nothing without argv or when told not to", "[core][threads]") {
+  relaunch_with_runtime_env(nullptr);  // returns: nothing to exec
   char name[] = "test_core";
   char* argv[] = {name, nullptr};
   ::setenv("TT_NO_RELAUNCH", "1", 1);
-  relaunch_with_blas_core(argv);  // returns even where the kernels fall short
+  relaunch_with_runtime_env(argv);  // returns even where the kernels fall short and no policy is set
   ::unsetenv("TT_NO_RELAUNCH");
-  if (cpu::blas_core_advice_here().coretype.empty()) relaunch_with_blas_core(argv);  // nothing to fix
+  // Nothing to fix: OpenMP's default asked for, and kernels that match the CPU.
+  if (cpu::blas_core_advice_here().coretype.empty()) relaunch_with_runtime_env(argv, WaitPolicy::OpenMPDefault);
   SUCCEED("still running");
+}
+
+TEST_CASE("busy_machine_advice warns only when the machine is busy and nobody chose", "[core][threads]") {
+  using detail::busy_machine_advice;
+  const std::string advice = busy_machine_advice(nullptr, nullptr, 3.46, 2, 2);
+  CHECK_THAT(advice, Contains("load average 3.5 on 2 cores") && Contains("OMP_WAIT_POLICY=passive") &&
+                         Contains("relaunch_with_runtime_env"));
+  CHECK(busy_machine_advice(nullptr, nullptr, 2.0, 2, 2) != "");   // load == cores is busy
+  CHECK(busy_machine_advice(nullptr, nullptr, 1.9, 2, 2) == "");   // an idle core left
+  CHECK(busy_machine_advice("active", nullptr, 8.0, 2, 2) == "");  // the user chose
+  CHECK(busy_machine_advice(nullptr, "1000", 8.0, 2, 2) == "");    // the user chose
+  CHECK(busy_machine_advice(nullptr, nullptr, 8.0, 2, 1) == "");   // one thread: nothing spins
+}
+
+// The relaunch, end to end: this test binary is started again with OMP_WAIT_POLICY unset and asked
+// to run the hidden case below, which calls relaunch_with_runtime_env with its own command line.
+// The process that exec starts (the same case again) must see OMP_WAIT_POLICY=passive.
+TEST_CASE("relaunch_with_runtime_env child", "[.relaunch_child]") {
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(cmdline, arg, '\0');) args.push_back(arg);
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr) relaunch_with_runtime_env(argv.data());
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  REQUIRE(policy != nullptr);
+  CHECK(std::string(policy) == "passive");
+}
+
+TEST_CASE("relaunch_with_runtime_env makes idle threads passive when nobody chose", "[core][threads]") {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string var = *e;
+    if (var.rfind("OMP_WAIT_POLICY=", 0) != 0 && var.rfind("GOMP_SPINCOUNT=", 0) != 0 &&
+        var.rfind("TT_NO_RELAUNCH=", 0) != 0)
+      env.push_back(var);
+  }
+  std::vector<char*> envp;
+  for (std::string& var : env) envp.push_back(var.data());
+  envp.push_back(nullptr);
+  std::string self = "/proc/self/exe", tag = "[.relaunch_child]";
+  char* argv[] = {self.data(), tag.data(), nullptr};
+  pid_t pid = 0;
+  REQUIRE(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()) == 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

@@ -1,4 +1,4 @@
-// config_report (tools/tt doctor) and relaunch_with_blas_core (Note [threading policy] in
+// config_report (tools/tt doctor) and relaunch_with_runtime_env (Note [threading policy] in
 // core/threads.cpp).
 #include "tinytorch/core/runtime_info.h"
 
@@ -91,6 +91,8 @@ std::string config_report() {
   if (!advice.message.empty()) warnings << "  " << advice.message << "\n";
   const std::string problem = cpu::blas_threading_problem(blas);
   if (!problem.empty()) warnings << "  " << problem << "\n";
+  const std::string busy = detail::busy_machine_advice_here(omp_get_max_threads());
+  if (!busy.empty()) warnings << "  " << busy << "\n";
 
   const int threads = get_num_threads();  // also applies the count to the BLAS
   os << "threads\n";
@@ -98,7 +100,8 @@ std::string config_report() {
   os << "  BLAS            " << cpu::blas_get_num_threads() << "\n";
   os << "  OpenMP          " << _OPENMP << " (version date), omp_get_max_threads() = " << omp_get_max_threads()
      << "\n";
-  for (const char* name : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"}) {
+  for (const char* name :
+       {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE"}) {
     os << "  " << name;
     for (size_t pad = std::string(name).size(); pad < 22; ++pad) os << ' ';
     os << env_or(name, "(unset)") << "\n";
@@ -124,17 +127,23 @@ std::string config_report() {
   return os.str();
 }
 
-void relaunch_with_blas_core(char** argv) {
+void relaunch_with_runtime_env(char** argv, WaitPolicy wait) {
   if (argv == nullptr || argv[0] == nullptr || std::getenv("TT_NO_RELAUNCH") != nullptr) return;
+  // Every variable is set before the exec, so the new process (which has them) never relaunches.
+  bool changed = false;
+  if (wait == WaitPolicy::Passive && !detail::wait_policy_chosen()) {
+    changed = setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
+  }
   const cpu::BlasCoreAdvice advice = cpu::blas_core_advice_here();
-  if (advice.coretype.empty()) return;
-  // Set before the exec, so the new process (which then has the variable) never relaunches again.
-  if (setenv("OPENBLAS_CORETYPE", advice.coretype.c_str(), 1) != 0) return;
-  std::fprintf(stderr, "tinytorch: OpenBLAS picked its '%s' kernels; restarting with OPENBLAS_CORETYPE=%s\n",
-               cpu::blas_info().core.c_str(), advice.coretype.c_str());
+  if (!advice.coretype.empty() && setenv("OPENBLAS_CORETYPE", advice.coretype.c_str(), 1) == 0) {
+    std::fprintf(stderr, "tinytorch: OpenBLAS picked its '%s' kernels; restarting with OPENBLAS_CORETYPE=%s\n",
+                 cpu::blas_info().core.c_str(), advice.coretype.c_str());
+    changed = true;
+  }
+  if (!changed) return;
   std::fflush(nullptr);
   execv("/proc/self/exe", argv);
-  // Only reached when the exec failed: go on with the slow kernels (the first op warns).
+  // Only reached when the exec failed: go on as we are (the first op warns about what falls short).
 }
 
 }  // namespace tt

@@ -1,8 +1,11 @@
 // What this build and this machine give tinytorch (the text `tools/tt doctor` prints), and the
-// relaunch that gives OpenBLAS its proper kernels when it did not recognise the CPU.
+// relaunch that sets what OpenMP and OpenBLAS read only when they load: OpenBLAS's kernel set when
+// it did not recognise the CPU, and how idle OpenMP threads wait.
 #pragma once
 
 #include <string>
+
+#include "tinytorch/core/wait_policy.h"
 
 namespace tt {
 
@@ -12,11 +15,15 @@ namespace tt {
 // devices, and a warning line for each problem found. Like torch.__config__.show().
 std::string config_report();
 
-// When OpenBLAS picked kernels below what the CPU runs (Note [threading policy]) and
-// OPENBLAS_CORETYPE is unset: sets it and re-executes this program (/proc/self/exe with argv),
-// so the new process loads OpenBLAS with the right kernels. Call it first thing in main, before
-// any thread starts. Returns (does nothing) when nothing needs fixing, when TT_NO_RELAUNCH is set,
-// or when the exec fails (then the first op warns as usual).
-void relaunch_with_blas_core(char** argv);
+// Call it first thing in main, before any thread starts. Sets, where the environment says nothing,
+// what OpenMP and OpenBLAS read only when they load (Note [threading policy] in core/threads.cpp):
+//   - OPENBLAS_CORETYPE, when OpenBLAS picked kernels below what the CPU runs (says so on stderr);
+//   - OMP_WAIT_POLICY=passive, when `wait` is WaitPolicy::Passive and neither OMP_WAIT_POLICY nor
+//     GOMP_SPINCOUNT is set: idle threads then sleep instead of spinning on cores a busy machine
+//     needs elsewhere (silently; tt doctor shows it).
+// and then re-executes this program (/proc/self/exe with argv) once, so that the new process
+// loads them with these settings. Returns (does nothing) when there is nothing to set, when
+// TT_NO_RELAUNCH is set, or when the exec fails (the program then goes on as it was).
+void relaunch_with_runtime_env(char** argv, WaitPolicy wait = WaitPolicy::Passive);
 
 }  // namespace tt

@@ -44,8 +44,27 @@
 // know (virtual machines hide it) gets 'Prescott' (SSE3), about 5x slower than the AVX-512
 // kernels. The first parallel op compares the kernel set with the CPU's features
 // (backend/cpu/blas_info.h) and, if it falls short, warns once with the OPENBLAS_CORETYPE to set.
-// It cannot be changed after load: tt::relaunch_with_blas_core (core/runtime_info.h) sets the
-// variable and re-executes the program, which the examples do first thing; tools/tt sets it too.
+// It cannot be changed after load: tt::relaunch_with_runtime_env (core/runtime_info.h) sets the
+// variable and re-executes the program, which the examples and walkthroughs do first thing;
+// tools/tt sets it too.
+//
+// Waiting. After a parallel region libgomp's idle threads spin before they sleep (with
+// OMP_WAIT_POLICY unset: 300,000 pause loops, milliseconds), so the next region starts without a
+// wake-up. On an idle machine that is cheap; on a busy one the spinning threads take cores that a
+// thread of the same region, or another program, needs, and every region waits for a thread
+// that is not running. Measured on the 2-core EPYC with two busy loops at the same priority
+// (tt_bench gpt_step, 2 threads, 3 rounds, processes interleaved, two rounds each): best 2029
+// and 2559 ms unset, 465 and 495 ms with OMP_WAIT_POLICY=passive; GOMP_SPINCOUNT=10000 or 30000
+// landed anywhere from 679 to 3077 ms. The same comparison at real-time priority (an idle machine,
+// in effect: chrt -f, three rounds) cost passive 0-30% (gpt_step best 159-169 ms unset, 166-224
+// passive; mlp_chain_fb 32-44 against 33). Learners' machines are often busy, and a 4x-50x loss
+// there outweighs a few percent here: relaunch_with_runtime_env sets OMP_WAIT_POLICY=passive
+// unless the environment chose (the examples and walkthroughs call it; tools/tt runs tests,
+// walkthroughs and the demo passive). The benchmarks keep OpenMP's default (WaitPolicy::
+// OpenMPDefault), as PyTorch runs. libgomp reads the variable only when it loads, so a library
+// cannot change it for a program that is already running: a program that does not call the
+// relaunch gets a warning at its first parallel op when the machine is busy and nothing was chosen
+// (detail::busy_machine_advice, core/wait_policy.h), and tt doctor lists it as a problem.
 #include "tinytorch/core/threads.h"
 
 #include <omp.h>
@@ -57,6 +76,7 @@
 
 #include "tinytorch/backend/cpu/blas_info.h"
 #include "tinytorch/core/error.h"
+#include "tinytorch/core/wait_policy.h"
 
 namespace tt {
 
@@ -66,12 +86,15 @@ std::atomic<int> g_threads{0};
 std::atomic<int> g_epoch{0};  // 0: not initialised; 1: OpenMP's defaults; then +1 per set_num_threads
 thread_local int tl_epoch = -1;
 
-// The first-use warnings: a BLAS kernel set below the CPU, a pthreads BLAS beside OpenMP.
+// The first-use warnings: a BLAS kernel set below the CPU, a pthreads BLAS beside OpenMP, spinning
+// threads on a busy machine.
 void check_blas_once(int threads) {
   const cpu::BlasCoreAdvice advice = cpu::blas_core_advice_here();
   if (!advice.message.empty()) std::fprintf(stderr, "tinytorch: warning: %s\n", advice.message.c_str());
   const std::string problem = cpu::blas_threading_problem(cpu::blas_info());
   if (!problem.empty() && threads > 1) std::fprintf(stderr, "tinytorch: warning: %s\n", problem.c_str());
+  const std::string busy = detail::busy_machine_advice_here(threads);
+  if (!busy.empty()) std::fprintf(stderr, "tinytorch: warning: %s\n", busy.c_str());
 }
 
 void init_once() {
