@@ -154,8 +154,8 @@ LAMBDA = re.compile(r"\[[^\[\]]*\]\s*(\([^()]*(\([^()]*\)[^()]*)*\))?\s*(mutable
                     r"(noexcept\s*)?(->\s*[\w:<>,\s*&]+)?$")
 CONTROL = re.compile(r"^(else|do|try)\b|^(if|for|while|switch|catch)\s*\(|^(case\b.*|default\s*):$|=$|^return\b")
 CLASS = re.compile(r"\b(struct|class|union)\s+(?:alignas\s*\([^)]*\)\s*)?(\w+)\s*(final\s*)?(:[^(]*)?$")
-FUNCTION_NAME = re.compile(r"((?:[A-Za-z_]\w*\s*(?:<[^()]*>)?\s*::\s*)*(?:operator\s*(?:\(\s*\)|[^\s(]+)|~?[A-Za-z_]\w*))"
-                           r"\s*\(")
+FUNCTION_NAME = re.compile(r"((?:[A-Za-z_]\w*\s*(?:<[^()]*>)?\s*::\s*)*"
+                           r"(?:operator\s*(?:\(\s*\)|[^\s(]+)|~?[A-Za-z_]\w*))\s*\(")
 
 
 def enclosing_function(lines, begin):
@@ -218,12 +218,15 @@ def read_lines(path):
         return f.readlines()
 
 
+_ALL_REGIONS = {}  # root -> every region under it, in file order (read once per process)
+
+
 def module_regions(root, module):
     """Module NN's regions in the recommended order (steps first, by K; then file order)."""
-    found = []
-    for rel in copied_files(root):
-        if rel.endswith(SOURCE_EXTENSIONS):
-            found += [r for r in find_regions(read_lines(os.path.join(root, rel)), rel) if r.module == module]
+    if root not in _ALL_REGIONS:
+        _ALL_REGIONS[root] = [r for rel in copied_files(root) if rel.endswith(SOURCE_EXTENSIONS)
+                              for r in find_regions(read_lines(os.path.join(root, rel)), rel)]
+    found = [r for r in _ALL_REGIONS[root] if r.module == module]
     by_step = {}
     for r in found:
         if r.step is not None:

@@ -101,6 +101,7 @@ def junit(cases):
 
 class FixtureTest(unittest.TestCase):
     def setUp(self):
+        ex._ALL_REGIONS.clear()
         self.tmp = tempfile.TemporaryDirectory()
         self.root = os.path.join(self.tmp.name, "root")
         write(self.root, "CMakeLists.txt", "# fixture\n")
@@ -215,7 +216,8 @@ class Summary(FixtureTest):
                 "(tinytorch/nn/layers.cpp:25), step 1 of 3 \u2014 write its body; see modules/05_layers/README.md")
         path = self.write_run([("test_05_layers:schedule decays", "fail", stub),
                                ("test_05_layers:schedule at zero", "fail", stub),
-                               ("test_05_layers:forward adds one", "fail", "REQUIRE( y == 3 )\nwith expansion:\n  4 == 3"),
+                               ("test_05_layers:forward adds one", "fail",
+                                "REQUIRE( y == 3 )\nwith expansion:\n  4 == 3"),
                                ("test_05_layers:shapes", "run", "")])
         rc, out, _ = self.run_main("summary", self.root, self.copy, "05", path)
         self.assertEqual(rc, 1)
