@@ -46,8 +46,11 @@ ERROR_INCLUDE = '#include "tinytorch/core/error.h"'
 # What a stub's message looks like; `summary` finds it in a failing test's output.
 STUB_MESSAGE = re.compile(r"exercise (\d+): stub of `([^`]+)` \(([^)]+)\)")
 # The warnings a stub causes in its own file: its parameters and the helpers only it called go
-# unused. Silenced in stubbed files only, so the compile flags stay the main build's.
-STUB_WARNINGS = ["-Wunused-parameter", "-Wunused-function", "-Wunused-variable", "-Wunused-but-set-variable"]
+# unused, and a caller of a function that now always throws can look like infinite recursion to
+# GCC. Silenced in stubbed files only, so the compile flags stay the main build's (-Werror
+# included); -Wpragmas first, so that a compiler that lacks one of these does not warn about it.
+STUB_WARNINGS = ["-Wpragmas", "-Wunused-parameter", "-Wunused-function", "-Wunused-variable",
+                 "-Wunused-but-set-variable", "-Winfinite-recursion"]
 
 
 class ExerciseError(Exception):
@@ -445,18 +448,39 @@ def read_json(path):
         return None
 
 
-def classify(cases, module):
-    """Splits the failing cases into {stub id: [case]} (the case's output carries a stub's
-    message of module NN) and [case] that failed in the learner's code."""
+# Where one failure report of Catch begins: "path/test.cpp:123: FAILED:".
+CATCH_FAILURE = re.compile(r"^\S.*:\d+: FAILED:\s*$", re.M)
+
+
+def stub_in(text, keys, regions, module):
+    """(function, location) of the first stub message of module NN in `text`, or None. Catch wraps
+    long messages (even inside `Linear::backward`), so the text is compared without whitespace."""
+    flat = re.sub(r"\s+", "", text)
+    found = sorted((flat.find(key), r.order) for key, r in keys if key in flat)
+    if found:
+        r = next(r for r in regions if r.order == found[0][1])
+        return r.function, r.location
+    stub = next((m for m in STUB_MESSAGE.finditer(" ".join(text.split())) if m.group(1) == module), None)
+    return (stub.group(2), stub.group(3)) if stub else None  # a stub the library no longer marks
+
+
+def classify(cases, module, regions):
+    """Splits the failing cases into {(function, location): [case]}, those whose every failure is
+    a stub's exception, and [(case, stub or None)], those with a failure of the learner's own (an
+    assertion, a crash, an error that is not a stub's), with the stub they also ran into, if any."""
+    keys = [(re.sub(r"\s+", "", r.stub_id()), r) for r in regions]
     blocked, own = {}, []
     for c in cases:
         if c.state != "failed":
             continue
-        stub = next((m for m in STUB_MESSAGE.finditer(c.output) if m.group(1) == module), None)
-        if stub:
-            blocked.setdefault((stub.group(2), stub.group(3)), []).append(c)
+        starts = [m.start() for m in CATCH_FAILURE.finditer(c.output)]
+        reports = [c.output[a:b] for a, b in zip(starts, starts[1:] + [len(c.output)])] or [c.output]
+        stubs = [stub_in(report, keys, regions, module) for report in reports]
+        first_stub = next((s for s in stubs if s), None)
+        if first_stub and all(stubs):
+            blocked.setdefault(first_stub, []).append(c)
         else:
-            own.append(c)
+            own.append((c, first_stub))
     return blocked, own
 
 
@@ -471,24 +495,24 @@ def summary(root, copy, module, junit, out=None):
     out = out or sys.stdout
     cases = read_junit(junit)
     write_json(os.path.join(copy, "last-run.json"), suite_state(cases))
-    blocked, own = classify(cases, module)
+    regions = module_regions(root, module)
+    blocked, own = classify(cases, module, regions)
     failed = [c for c in cases if c.state == "failed"]
-    shown = {id(c) for c in own}
     if failed:
         print(f"\nFailing cases ({len(failed)} of {len(cases)}):", file=out)
+        for c, stub in own:
+            also = f" (then it ran into the stub of `{stub[0]}`)" if stub else ""
+            print(f"  failed in YOUR CODE: {short_name(c.name)}{also}", file=out)
         for (fn, loc), group in blocked.items():
             for c in group:
-                print(f"  blocked by stub  {short_name(c.name)}  [stub of `{fn}`, {loc}]", file=out)
-        for c in own:
-            print(f"  YOUR CODE        {short_name(c.name)}", file=out)
-    for c in own:
-        if id(c) in shown:
-            print(f"\n----- {short_name(c.name)}: failed in your code -----", file=out)
-            print(c.output.rstrip(), file=out)
+                print(f"  blocked by the stub of `{fn}`: {short_name(c.name)}", file=out)
+    for c, _ in own:
+        print(f"\n----- {short_name(c.name)}: failed in your code -----", file=out)
+        print(c.output.rstrip(), file=out)
     parts = [f"{plural(len(group), 'case')} blocked by the stub of `{fn}` ({loc})"
              for (fn, loc), group in sorted(blocked.items(), key=lambda kv: -len(kv[1]))]
     if own:
-        names = ", ".join(short_name(c.name) for c in own)
+        names = ", ".join(short_name(c.name) for c, _ in own)
         parts.append(f"{len(own)} failed in your code: {names}")
     print("", file=out)
     passed = sum(c.state == "passed" for c in cases)

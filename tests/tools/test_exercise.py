@@ -212,25 +212,33 @@ class Summary(FixtureTest):
         return path
 
     def test_classifies_blocked_and_own_failures(self):
-        stub = ("due to unexpected exception with message:\n  exercise 05: stub of `Sched::lr_at` "
+        # as Catch prints it: wrapped at 80 columns, here inside the function's name
+        stub = ("due to unexpected exception with message:\n  exercise 05: stub of `Sched::\n  lr_at` "
                 "(tinytorch/nn/layers.cpp:25), step 1 of 3 \u2014 write its body; see modules/05_layers/README.md")
+        stub = "t.cpp:10: FAILED:\n  {Unknown expression after the reported line}\n" + stub
+        own = "t.cpp:20: FAILED:\n  REQUIRE( y == 3 )\nwith expansion:\n  4 == 3\n"
         path = self.write_run([("test_05_layers:schedule decays", "fail", stub),
-                               ("test_05_layers:schedule at zero", "fail", stub),
-                               ("test_05_layers:forward adds one", "fail",
-                                "REQUIRE( y == 3 )\nwith expansion:\n  4 == 3"),
+                               ("test_05_layers:schedule at zero", "fail", stub + "\n" + stub),
+                               ("test_05_layers:forward adds one", "fail", own),
+                               ("test_05_layers:mixed", "fail", "t.cpp:30: FAILED:\n  CHECK( a == b )\n" + stub),
+                               ("test_05_layers:crashed", "fail", "Segmentation fault"),
                                ("test_05_layers:shapes", "run", "")])
         rc, out, _ = self.run_main("summary", self.root, self.copy, "05", path)
         self.assertEqual(rc, 1)
-        self.assertIn("blocked by stub  schedule decays", out)
-        self.assertIn("YOUR CODE        forward adds one", out)
+        self.assertIn("blocked by the stub of `Sched::lr_at`: schedule decays", out)
+        self.assertIn("failed in YOUR CODE: forward adds one\n", out)
+        # an assertion of its own failed before the stub was reached: the learner's to read
+        self.assertIn("failed in YOUR CODE: mixed (then it ran into the stub of `Sched::lr_at`)", out)
+        self.assertIn("failed in YOUR CODE: crashed", out)
         self.assertIn("4 == 3", out)  # the learner's own failure is shown in full
-        self.assertEqual(out.count("due to unexpected exception"), 0)  # the stub's reports are not
-        self.assertIn("Summary: 1 of 4 cases passed; 2 cases blocked by the stub of `Sched::lr_at` "
-                      "(tinytorch/nn/layers.cpp:25); 1 failed in your code: forward adds one.", out)
+        self.assertIn("Segmentation fault", out)
+        self.assertEqual(out.count("due to unexpected exception"), 1)  # only in the mixed case's report
+        self.assertIn("Summary: 1 of 6 cases passed; 2 cases blocked by the stub of `Sched::lr_at` "
+                      "(tinytorch/nn/layers.cpp:25); 3 failed in your code: forward adds one, mixed, crashed.", out)
         self.assertRegex(out, r"3 stubs of 3 still to write\. Next: step 1, `Sched::lr_at` at "
                               r"exercises/05/tinytorch/nn/layers.cpp:\d+ \(library: tinytorch/nn/layers.cpp:25\)")
         state = json.loads(read(self.copy, "last-run.json"))
-        self.assertEqual((state["state"], state["failed"], state["total"]), ("failed", 3, 4))
+        self.assertEqual((state["state"], state["failed"], state["total"]), ("failed", 5, 6))
 
     def test_written_regions_are_not_counted(self):
         text = read(self.copy, "tinytorch/nn/layers.cpp").splitlines(keepends=True)
@@ -251,7 +259,8 @@ class Summary(FixtureTest):
         self.assertEqual(self.run_main("record", os.path.join(status_dir, "last-test.xml"), status_dir)[0], 0)
         self.assertFalse(os.path.exists(os.path.join(status_dir, "suite-05.json")))
         self.run_main("summary", self.root, self.copy, "05",
-                      self.write_run([("test_05_layers:a", "fail", "exercise 05: stub of `twice` (x:1)")]))
+                      self.write_run([("test_05_layers:a", "fail", "exercise 05: stub of `twice` "
+                                                         "(tinytorch/nn/layers.cpp:17)")]))
         rc, out, _ = self.run_main("status", self.root, build)
         self.assertEqual(rc, 0)
         lines = out.splitlines()
