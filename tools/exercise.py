@@ -1,38 +1,83 @@
 #!/usr/bin/env python3
-"""Exercise mode for tools/tt: copies the library with one module's code replaced by stubs.
+"""Exercise mode and progress for tools/tt: stubbed copies of the library, run summaries, `tt status`.
 
 The library marks the code a learner of module NN writes with two comment lines inside a
 function body:
 
-    // TT_EXERCISE_BEGIN(NN)
+    // TT_EXERCISE_BEGIN(NN)       or, with the recommended step K (1 = write it first):
+    // TT_EXERCISE_BEGIN(NN, K)
     ... the body ...
     // TT_EXERCISE_END
 
 `make` copies the project (the paths in COPIED) into a destination folder and replaces the lines
 between the markers of module NN with a statement that throws (`__trap()` inside CUDA device
 code, where a throw does not compile), keeping the markers so the learner sees where to write.
-A file is written only when its content changes, so re-stubbing one region at a time rebuilds
-one translation unit. `list` prints module NN's regions. Standard library only.
+The stub's message names the function, the region's place in the library (file:line of its BEGIN
+marker), its step and the module's README, so a failing test says which stub stopped it. A
+stubbed file also gets `#pragma GCC diagnostic` lines for the warnings a stub causes (unused
+parameters): the copy is then compiled with exactly the main build's flags, and ccache serves
+every file that is not stubbed. A file is written only when its content changes, so re-stubbing
+one region at a time rebuilds one translation unit. Standard library only.
+
+The recommended order: regions with a step K by K (a K used twice in a module is an error), then
+the regions without one in file order. `list` prints them in that order.
 
     exercise.py list ROOT NN
-    exercise.py make ROOT DEST NN [--only K]   (K: 1-based index into `list`; 0 stubs nothing)
+    exercise.py make ROOT DEST NN [--only I]      (I: 1-based index into `list`; 0 stubs nothing)
+    exercise.py summary ROOT COPY NN JUNIT        (after a run: which stub blocked which case)
+    exercise.py record JUNIT STATUS_DIR           (after `tt test`: each module suite's state)
+    exercise.py status ROOT BUILD_DIR             (`tt status`)
 """
 
 import argparse
+import datetime
+import json
 import os
 import re
 import shutil
 import sys
+import xml.etree.ElementTree as ET
 
 COPIED = ["CMakeLists.txt", "cmake", "tinytorch", "tests", "modules"]
 SOURCE_EXTENSIONS = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
-BEGIN = re.compile(r"^(\s*)//\s*TT_EXERCISE_BEGIN\((\d+)\)\s*$")
+BEGIN = re.compile(r"^(\s*)//\s*TT_EXERCISE_BEGIN\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)\s*$")
 END = re.compile(r"^\s*//\s*TT_EXERCISE_END\s*$")
 ERROR_INCLUDE = '#include "tinytorch/core/error.h"'
+# What a stub's message looks like; `summary` finds it in a failing test's output.
+STUB_MESSAGE = re.compile(r"exercise (\d+): stub of `([^`]+)` \(([^)]+)\)")
+# The warnings a stub causes in its own file: its parameters and the helpers only it called go
+# unused, and a caller of a function that now always throws can look like infinite recursion to
+# GCC. Silenced in stubbed files only, so the compile flags stay the main build's (-Werror
+# included); -Wpragmas first, so that a compiler that lacks one of these does not warn about it.
+STUB_WARNINGS = ["-Wpragmas", "-Wunused-parameter", "-Wunused-function", "-Wunused-variable",
+                 "-Wunused-but-set-variable", "-Winfinite-recursion"]
 
 
 class ExerciseError(Exception):
     pass
+
+
+class Region:
+    """One TT_EXERCISE region: its file, its marker lines (0-based), the step K it asks for (or
+    None), the function it sits in, and, once ordered, its place in the recommended order."""
+
+    def __init__(self, rel, module, begin, end, indent, step, function):
+        self.rel, self.module, self.begin, self.end = rel, module, begin, end
+        self.indent, self.step, self.function = indent, step, function
+        self.order = 0  # 1-based place in the recommended order
+        self.total = 0  # regions in the module
+
+    @property
+    def location(self):
+        return f"{self.rel}:{self.begin + 1}"
+
+    def stub_id(self):
+        """The part of the stub's message that identifies it (also found in the learner's copy)."""
+        return f"stub of `{self.function}` ({self.location})"
+
+    def message(self, readme):
+        return (f"exercise {self.module}: {self.stub_id()}, step {self.order} of {self.total} "
+                f"\u2014 write its body; see {readme}")
 
 
 def module_dir_name(root, module):
@@ -56,8 +101,96 @@ def copied_files(root):
                 yield os.path.relpath(os.path.join(dirpath, name), root)
 
 
+# --- which function a region sits in ---------------------------------------------------------------
+
+def scope_headers(lines, stop):
+    """The headers of the braces still open before line `stop`, outermost first: for each `{`,
+    the code since the previous `;`, `{` or `}` (comments, strings and preprocessor lines left
+    out). `void f(int a) {` gives "void f(int a)", `struct S {` gives "struct S"."""
+    stack, header, depth = [], [], 0
+    in_block_comment = False
+    for line in lines[:stop]:
+        i, n = 0, len(line)
+        if not in_block_comment and line.lstrip().startswith("#"):
+            continue
+        while i < n:
+            c = line[i]
+            if in_block_comment:
+                j = line.find("*/", i)
+                if j < 0:
+                    break
+                in_block_comment, i = False, j + 2
+                continue
+            if line.startswith("//", i):
+                break
+            if line.startswith("/*", i):
+                in_block_comment, i = True, i + 2
+                continue
+            if c in "\"'":
+                j = i + 1
+                while j < n and line[j] != c:
+                    j += 2 if line[j] == "\\" else 1
+                header.append(" ")
+                i = j + 1
+                continue
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth = max(depth - 1, 0)
+            if c == "{":
+                stack.append(" ".join("".join(header).split()))
+                header, depth = [], 0
+            elif c == "}":
+                if stack:
+                    stack.pop()
+                header = []
+            elif c == ";" and depth == 0:
+                header = []
+            else:
+                header.append(c)
+            i += 1
+        header.append(" ")
+    return stack
+
+
+LAMBDA = re.compile(r"\[[^\[\]]*\]\s*(\([^()]*(\([^()]*\)[^()]*)*\))?\s*(mutable\s*)?(constexpr\s*)?"
+                    r"(noexcept\s*)?(->\s*[\w:<>,\s*&]+)?$")
+CONTROL = re.compile(r"^(else|do|try)\b|^(if|for|while|switch|catch)\s*\(|^(case\b.*|default\s*):$|=$|^return\b")
+CLASS = re.compile(r"\b(struct|class|union)\s+(?:alignas\s*\([^)]*\)\s*)?(\w+)\s*(final\s*)?(:[^(]*)?$")
+FUNCTION_NAME = re.compile(r"((?:[A-Za-z_]\w*\s*(?:<[^()]*>)?\s*::\s*)*"
+                           r"(?:operator\s*(?:\(\s*\)|[^\s(]+)|~?[A-Za-z_]\w*))\s*\(")
+
+
+def enclosing_function(lines, begin):
+    """The name of the function whose body holds line `begin` (`Class::name` for a member, the
+    enclosing function for a lambda), or None."""
+    name, classes = None, []
+    for header in reversed(scope_headers(lines, begin)):
+        header = re.sub(r"^(public|private|protected)\s*:\s*", "", header)
+        header = re.sub(r"^template\s*<.*?>\s*", "", header)
+        if header.startswith(("namespace", "extern")):
+            break
+        if not header or LAMBDA.search(header) or CONTROL.search(header):
+            continue
+        cls = CLASS.search(header)
+        if cls and "(" not in header:
+            classes.insert(0, cls.group(2))
+            continue
+        if name is None:
+            match = FUNCTION_NAME.search(header)
+            if match:
+                name = re.sub(r"\s+", "", match.group(1))
+    if name is None:
+        return None
+    if classes and "::" not in name:
+        name = "::".join(classes + [name])
+    return name
+
+
+# --- regions ---------------------------------------------------------------------------------------
+
 def find_regions(lines, path):
-    """[(module, begin_index, end_index, indent)] of one file; checks that markers pair up."""
+    """[Region] of one file, in file order; checks that markers pair up."""
     regions, open_region = [], None
     for i, line in enumerate(lines):
         begin = BEGIN.match(line)
@@ -65,18 +198,52 @@ def find_regions(lines, path):
             if open_region:
                 raise ExerciseError(f"{path}:{i + 1}: TT_EXERCISE_BEGIN inside the region opened at "
                                     f"line {open_region[1] + 1}")
-            open_region = (f"{int(begin.group(2)):02d}", i, begin.group(1))
+            step = int(begin.group(3)) if begin.group(3) is not None else None
+            if step is not None and step < 1:
+                raise ExerciseError(f"{path}:{i + 1}: step {step} in {line.strip()}: steps count from 1")
+            open_region = (f"{int(begin.group(2)):02d}", i, begin.group(1), step)
         elif END.match(line):
             if not open_region:
                 raise ExerciseError(f"{path}:{i + 1}: TT_EXERCISE_END without TT_EXERCISE_BEGIN")
-            regions.append((open_region[0], open_region[1], i, open_region[2]))
+            module, start, indent, step = open_region
+            regions.append(Region(path, module, start, i, indent, step, enclosing_function(lines, start)))
             open_region = None
         elif "TT_EXERCISE_" in line and line.lstrip().startswith("//"):
-            raise ExerciseError(f"{path}:{i + 1}: malformed exercise marker: {line.strip()}")
+            raise ExerciseError(f"{path}:{i + 1}: malformed exercise marker: {line.strip()} "
+                                f"(expected TT_EXERCISE_BEGIN(NN), TT_EXERCISE_BEGIN(NN, K) or TT_EXERCISE_END)")
     if open_region:
         raise ExerciseError(f"{path}:{open_region[1] + 1}: TT_EXERCISE_BEGIN without TT_EXERCISE_END")
     return regions
 
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return f.readlines()
+
+
+_ALL_REGIONS = {}  # root -> every region under it, in file order (read once per process)
+
+
+def module_regions(root, module):
+    """Module NN's regions in the recommended order (steps first, by K; then file order)."""
+    if root not in _ALL_REGIONS:
+        _ALL_REGIONS[root] = [r for rel in copied_files(root) if rel.endswith(SOURCE_EXTENSIONS)
+                              for r in find_regions(read_lines(os.path.join(root, rel)), rel)]
+    found = [r for r in _ALL_REGIONS[root] if r.module == module]
+    by_step = {}
+    for r in found:
+        if r.step is not None:
+            if r.step in by_step:
+                raise ExerciseError(f"module {module}: step {r.step} is given twice, at "
+                                    f"{by_step[r.step].location} and {r.location}")
+            by_step[r.step] = r
+    ordered = sorted(by_step.values(), key=lambda r: r.step) + [r for r in found if r.step is None]
+    for i, r in enumerate(ordered):
+        r.order, r.total = i + 1, len(ordered)
+    return ordered
+
+
+# --- stubs -----------------------------------------------------------------------------------------
 
 def in_device_code(lines, begin, path):
     """True when the region at `begin` sits in a CUDA __global__/__device__ function: the
@@ -106,59 +273,54 @@ def in_host_device_function(lines, begin):
     return "TT_HOST_DEVICE" in text or ("__host__" in text and "__device__" in text)
 
 
-def stub_lines(module, readme, indent, device):
+def c_string(text):
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def stub_lines(message, indent, device):
+    text = c_string(message)
     if device == "both":  # compiled for the host and, under nvcc, for the GPU: a stub for each
         return [f"{indent}#ifdef __CUDA_ARCH__\n", f"{indent}__trap();\n", f"{indent}#else\n",
-                f'{indent}throw ::tt::Error("exercise {module}: implement this (see {readme})");\n',
-                f"{indent}#endif\n"]
+                f'{indent}throw ::tt::Error("{text}");\n', f"{indent}#endif\n"]
     if device:
-        return [f'{indent}printf("exercise {module}: implement this kernel (see {readme})\\n");\n',
-                f"{indent}__trap();\n"]
-    return [f'{indent}throw ::tt::Error("exercise {module}: implement this (see {readme})");\n']
+        return [f'{indent}printf("{text}\\n");\n', f"{indent}__trap();\n"]
+    return [f'{indent}throw ::tt::Error("{text}");\n']
 
 
-def add_error_include(lines):
-    """Makes tt::Error visible in a stubbed file: after its last #include, or at the top."""
-    if any(line.strip() == ERROR_INCLUDE for line in lines):
-        return lines
+def add_stub_preamble(lines, path, throws):
+    """After the last #include of a stubbed file: tt::Error (when a stub throws) and, outside CUDA
+    sources, pragmas that silence the stub's own warnings (popped at the end of the file, so a
+    stubbed header does not silence its includers)."""
+    extra = []
+    if throws and not any(line.strip() == ERROR_INCLUDE for line in lines):
+        extra.append(ERROR_INCLUDE + "\n")
+    pragmas = not path.endswith((".cu", ".cuh"))
+    if pragmas:
+        extra.append("#pragma GCC diagnostic push  // exercise copy: a stub leaves names unused\n")
+        extra += [f'#pragma GCC diagnostic ignored "{w}"\n' for w in STUB_WARNINGS]
     last = max((i for i, line in enumerate(lines) if line.startswith("#include")), default=-1)
-    return lines[:last + 1] + [ERROR_INCLUDE + "\n"] + lines[last + 1:]
+    out = lines[:last + 1] + extra + lines[last + 1:]
+    if pragmas:
+        if out and not out[-1].endswith("\n"):
+            out[-1] += "\n"
+        out.append("#pragma GCC diagnostic pop\n")
+    return out
 
 
-def module_regions(root, module):
-    """[(relative path, line number)] of module NN's regions, in a stable order."""
-    found = []
-    for rel in copied_files(root):
-        if not rel.endswith(SOURCE_EXTENSIONS):
-            continue
-        with open(os.path.join(root, rel), encoding="utf-8") as f:
-            lines = f.readlines()
-        for region_module, begin, _, _ in find_regions(lines, rel):
-            if region_module == module:
-                found.append((rel, begin + 1))
-    return found
-
-
-def stubbed(root, rel, module, readme, only, counter):
-    """The text of one source file with module NN's regions stubbed (only the `only`-th when
-    `only` is set), or None when nothing in it changes. `counter` numbers regions across files."""
-    with open(os.path.join(root, rel), encoding="utf-8") as f:
-        lines = f.readlines()
-    out, last, changed, throws = [], 0, False, False
-    for region_module, begin, end, indent in find_regions(lines, rel):
-        if region_module != module:
-            continue
-        counter[0] += 1
-        if only is not None and counter[0] != only:
-            continue
-        device = in_device_code(lines, begin, rel) or ("both" if in_host_device_function(lines, begin) else False)
-        out += lines[last:begin + 1]
-        out += stub_lines(module, readme, indent, device)
-        last, changed, throws = end, True, throws or device is not True
-    if not changed:
+def stubbed(root, rel, regions, readme):
+    """The text of one source file with `regions` (those of this file to stub) replaced by
+    stubs, or None when there are none."""
+    if not regions:
         return None
+    lines = read_lines(os.path.join(root, rel))
+    out, last, throws = [], 0, False
+    for r in sorted(regions, key=lambda r: r.begin):
+        device = in_device_code(lines, r.begin, rel) or ("both" if in_host_device_function(lines, r.begin) else False)
+        out += lines[last:r.begin + 1]
+        out += stub_lines(r.message(readme), r.indent, device)
+        last, throws = r.end, throws or device is not True
     out += lines[last:]
-    return "".join(add_error_include(out) if throws else out)
+    return "".join(add_stub_preamble(out, rel, throws))
 
 
 def write_if_changed(path, data):
@@ -173,16 +335,23 @@ def write_if_changed(path, data):
         f.write(data)
 
 
+def readme_path(root, module):
+    return f"modules/{module_dir_name(root, module)}/README.md"
+
+
 def make(root, dest, module, only):
-    readme = f"modules/{module_dir_name(root, module)}/README.md"
+    readme = readme_path(root, module)
     regions = module_regions(root, module)
     if not regions:
         raise ExerciseError(f"module {module} marks no TT_EXERCISE_BEGIN({module}) regions in the library")
     if only is not None and not 0 <= only <= len(regions):
         raise ExerciseError(f"--only {only}: module {module} has {len(regions)} regions")
-    counter = [0]
+    chosen = [r for r in regions if only is None or r.order == only]
+    by_file = {}
+    for r in chosen:
+        by_file.setdefault(r.rel, []).append(r)
     for rel in copied_files(root):
-        text = stubbed(root, rel, module, readme, only, counter) if rel.endswith(SOURCE_EXTENSIONS) else None
+        text = stubbed(root, rel, by_file.get(rel), readme)
         if text is None:
             with open(os.path.join(root, rel), "rb") as f:
                 data = f.read()
@@ -192,26 +361,311 @@ def make(root, dest, module, only):
         shutil.copymode(os.path.join(root, rel), os.path.join(dest, rel))
 
 
+def list_lines(regions):
+    width = max(len(f"`{r.function}`") for r in regions)
+    return [f"step {r.order:>2}  {('`' + str(r.function) + '`'):<{width}}  {r.location}" for r in regions]
+
+
+# --- what a copy still stubs -----------------------------------------------------------------------
+
+def stub_line_in_copy(copy, region):
+    """The 1-based line of region's stub in the learner's copy, or None once it has been written
+    (the stub's message is gone)."""
+    try:
+        lines = read_lines(os.path.join(copy, region.rel))
+    except FileNotFoundError:
+        return None
+    key = region.stub_id()
+    for i, line in enumerate(lines):
+        if key in line:
+            return i + 1
+    return None
+
+
+def remaining_stubs(root, copy, module):
+    """[(region, line in the copy)] of the stubs the learner has not replaced yet, in order."""
+    out = []
+    for r in module_regions(root, module):
+        line = stub_line_in_copy(copy, r)
+        if line is not None:
+            out.append((r, line))
+    return out
+
+
+# --- test results ----------------------------------------------------------------------------------
+
+class Case:
+    def __init__(self, name, state, output):
+        self.name, self.state, self.output = name, state, output  # state: passed, failed, skipped
+
+
+def read_junit(path):
+    """[Case] from CTest's --output-junit file."""
+    tree = ET.parse(path)
+    cases = []
+    for tc in tree.getroot().iter("testcase"):
+        status = tc.get("status", "")
+        out = tc.find("system-out")
+        output = out.text if out is not None and out.text else ""
+        if tc.find("failure") is not None or tc.find("error") is not None or status == "fail":
+            state = "failed"
+        elif tc.find("skipped") is not None or status in ("notrun", "disabled"):
+            state = "skipped"
+        else:
+            state = "passed"
+        cases.append(Case(tc.get("name", "?"), state, output))
+    return cases
+
+
+def suite_module(case_name):
+    """`test_05_layers:Linear ...` -> 05, or None for a case outside the module suites."""
+    m = re.match(r"test_(\d\d)_\w+:", case_name)
+    return m.group(1) if m else None
+
+
+def short_name(case_name):
+    return case_name.split(":", 1)[1] if ":" in case_name else case_name
+
+
+def suite_state(cases):
+    failed = sum(c.state == "failed" for c in cases)
+    return {"state": "failed" if failed else "passed", "failed": failed, "total": len(cases),
+            "time": datetime.datetime.now().isoformat(timespec="seconds")}
+
+
+def write_json(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+        f.write("\n")
+
+
+def read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+# Where one failure report of Catch begins: "path/test.cpp:123: FAILED:".
+CATCH_FAILURE = re.compile(r"^\S.*:\d+: FAILED:\s*$", re.M)
+
+
+def stub_in(text, keys, regions, module):
+    """(function, location) of the first stub message of module NN in `text`, or None. Catch wraps
+    long messages (even inside `Linear::backward`), so the text is compared without whitespace."""
+    flat = re.sub(r"\s+", "", text)
+    found = sorted((flat.find(key), r.order) for key, r in keys if key in flat)
+    if found:
+        r = next(r for r in regions if r.order == found[0][1])
+        return r.function, r.location
+    stub = next((m for m in STUB_MESSAGE.finditer(" ".join(text.split())) if m.group(1) == module), None)
+    return (stub.group(2), stub.group(3)) if stub else None  # a stub the library no longer marks
+
+
+def classify(cases, module, regions):
+    """Splits the failing cases into {(function, location): [case]}, those whose every failure is
+    a stub's exception, and [(case, stub or None)], those with a failure of the learner's own (an
+    assertion, a crash, an error that is not a stub's), with the stub they also ran into, if any."""
+    keys = [(re.sub(r"\s+", "", r.stub_id()), r) for r in regions]
+    blocked, own = {}, []
+    for c in cases:
+        if c.state != "failed":
+            continue
+        starts = [m.start() for m in CATCH_FAILURE.finditer(c.output)]
+        reports = [c.output[a:b] for a, b in zip(starts, starts[1:] + [len(c.output)])] or [c.output]
+        stubs = [stub_in(report, keys, regions, module) for report in reports]
+        first_stub = next((s for s in stubs if s), None)
+        if first_stub and all(stubs):
+            blocked.setdefault(first_stub, []).append(c)
+        else:
+            own.append((c, first_stub))
+    return blocked, own
+
+
+def plural(n, word):
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def summary(root, copy, module, junit, out=None):
+    """Prints, after a run of module NN's suite on the copy: each failing case and what stopped
+    it, the full output of the cases that failed in the learner's code, then one summary line and
+    the next region to write. Records the state for `tt status`. Returns 0 when all passed."""
+    out = out or sys.stdout
+    cases = read_junit(junit)
+    write_json(os.path.join(copy, "last-run.json"), suite_state(cases))
+    regions = module_regions(root, module)
+    blocked, own = classify(cases, module, regions)
+    failed = [c for c in cases if c.state == "failed"]
+    if failed:
+        print(f"\nFailing cases ({len(failed)} of {len(cases)}):", file=out)
+        for c, stub in own:
+            also = f" (then it ran into the stub of `{stub[0]}`)" if stub else ""
+            print(f"  failed in YOUR CODE: {short_name(c.name)}{also}", file=out)
+        for (fn, loc), group in blocked.items():
+            for c in group:
+                print(f"  blocked by the stub of `{fn}`: {short_name(c.name)}", file=out)
+    for c, _ in own:
+        print(f"\n----- {short_name(c.name)}: failed in your code -----", file=out)
+        print(c.output.rstrip(), file=out)
+    parts = [f"{plural(len(group), 'case')} blocked by the stub of `{fn}` ({loc})"
+             for (fn, loc), group in sorted(blocked.items(), key=lambda kv: -len(kv[1]))]
+    if own:
+        names = ", ".join(short_name(c.name) for c, _ in own)
+        parts.append(f"{len(own)} failed in your code: {names}")
+    print("", file=out)
+    passed = sum(c.state == "passed" for c in cases)
+    if not cases:
+        print("tt: no test case ran (see the log)", file=out)
+    elif parts:
+        print(f"Summary: {passed} of {len(cases)} cases passed; " + "; ".join(parts) + ".", file=out)
+    else:
+        print(f"Summary: all {len(cases)} cases passed.", file=out)
+    left = remaining_stubs(root, copy, module)
+    rel_copy = os.path.relpath(copy, root)
+    if left:
+        r, line = left[0]
+        print(f"{plural(len(left), 'stub')} of {left[0][0].total} still to write. Next: step {r.order}, "
+              f"`{r.function}` at {rel_copy}/{r.rel}:{line} (library: {r.location}).", file=out)
+    elif cases and not failed:
+        print(f"Every region of module {module} is written and the suite passes: module {module} done.", file=out)
+    else:
+        print("Every stub is replaced; fix the cases above that failed in your code.", file=out)
+    return 1 if failed or not cases else 0
+
+
+def record(junit, status_dir):
+    """After `tt test`: each module suite's state, as status_dir/suite-NN.json."""
+    by_module = {}
+    for c in read_junit(junit):
+        module = suite_module(c.name)
+        if module:
+            by_module.setdefault(module, []).append(c)
+    for module, cases in by_module.items():
+        write_json(os.path.join(status_dir, f"suite-{module}.json"), suite_state(cases))
+
+
+# --- tt status -------------------------------------------------------------------------------------
+
+def front_matter(readme):
+    """(title, time, milestone) from a module README's heading and front-matter line."""
+    title = time = milestone = ""
+    try:
+        lines = read_lines(readme)[:6]
+    except OSError:
+        return title, time, milestone
+    for line in lines:
+        m = re.match(r"#\s*Module\s+\d+\s*[\u2014\u2013:-]+\s*(.+)", line)
+        if m and not title:
+            title = m.group(1).strip()
+        if line.startswith(">"):
+            t = re.search(r"\*\*Time:\*\*\s*(.*?)\s*(?:\u00b7|$)", line)
+            ms = re.search(r"\*\*Milestone:\*\*\s*(.*?)\s*(?:\u00b7|$)", line)
+            time = t.group(1) if t else time
+            milestone = ms.group(1) if ms else milestone
+    return title, time, milestone
+
+
+def describe_state(state):
+    if not state:
+        return "never run"
+    if state.get("state") == "passed":
+        return f"passed ({state.get('total', '?')})"
+    if state.get("state") == "build failed":
+        return "build failed"
+    return f"failed {state.get('failed', '?')} of {state.get('total', '?')}"
+
+
+def status(root, build_dir, out=None):
+    out = out or sys.stdout
+    status_dir = os.path.join(build_dir, "tt-status")
+    modules = sorted(n for n in os.listdir(os.path.join(root, "modules"))
+                     if re.match(r"\d\d_", n) and os.path.isdir(os.path.join(root, "modules", n)))
+    rows, next_command = [], None
+    for name in modules:
+        nn = name[:2]
+        title, time, milestone = front_matter(os.path.join(root, "modules", name, "README.md"))
+        walked = os.path.exists(os.path.join(status_dir, f"walkthrough-{nn}"))
+        suite = read_json(os.path.join(status_dir, f"suite-{nn}.json"))
+        copy = os.path.join(root, "exercises", nn)
+        exercise = read_json(os.path.join(copy, "last-run.json")) if os.path.isdir(copy) else None
+        try:
+            regions = module_regions(root, nn)
+            left = remaining_stubs(root, copy, nn) if os.path.isdir(copy) else None
+        except ExerciseError:
+            regions, left = [], None
+        if not os.path.isdir(copy):
+            stubs = "no copy yet" if regions else "-"
+        else:
+            stubs = f"{len(left)} of {len(regions)} to write" if left else "all written"
+        ex_text = describe_state(exercise) if os.path.isdir(copy) else "-"
+        rows.append((nn, title or name[3:], time, "ran" if walked else "not yet",
+                     describe_state(suite), ex_text, stubs, milestone))
+        green = (exercise or {}).get("state") == "passed" if os.path.isdir(copy) else \
+            (suite or {}).get("state") == "passed"
+        if next_command is None:
+            if not walked:
+                next_command = f"tools/tt walkthrough {nn}"
+            elif not green:
+                next_command = f"tools/tt exercise {nn}" if regions else f"tools/tt test {nn}"
+    head = ("NN", "title", "time", "walkthrough", "suite (tt test)", "exercise", "stubs")
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    print(fmt.format(*head).rstrip(), file=out)
+    for r in rows:
+        line = fmt.format(*r[:-1]).rstrip()
+        print(line + (f"  milestone: {r[-1]}" if r[-1] else ""), file=out)
+    print("", file=out)
+    if next_command:
+        print(f"next: {next_command}", file=out)
+    else:
+        print("every module's walkthrough has run and its suite passes: the course is done", file=out)
+
+
+# --- command line ----------------------------------------------------------------------------------
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    p_list = sub.add_parser("list", help="print module NN's regions as FILE:LINE")
-    p_list.add_argument("root")
-    p_list.add_argument("module")
-    p_make = sub.add_parser("make", help="copy ROOT into DEST with module NN's regions stubbed")
-    p_make.add_argument("root")
-    p_make.add_argument("dest")
-    p_make.add_argument("module")
-    p_make.add_argument("--only", type=int, help="stub only this region (1-based; 0: none)")
+    p = sub.add_parser("list", help="print module NN's regions in the recommended order")
+    p.add_argument("root")
+    p.add_argument("module")
+    p = sub.add_parser("make", help="copy ROOT into DEST with module NN's regions stubbed")
+    p.add_argument("root")
+    p.add_argument("dest")
+    p.add_argument("module")
+    p.add_argument("--only", type=int, help="stub only this region (1-based, in `list` order; 0: none)")
+    p = sub.add_parser("summary", help="summarize a run of module NN's suite on a copy")
+    p.add_argument("root")
+    p.add_argument("copy")
+    p.add_argument("module")
+    p.add_argument("junit")
+    p = sub.add_parser("record", help="record each module suite's state from a CTest JUnit file")
+    p.add_argument("junit")
+    p.add_argument("status_dir")
+    p = sub.add_parser("status", help="per module: walkthrough, suite, exercise; the next command")
+    p.add_argument("root")
+    p.add_argument("build_dir")
     args = parser.parse_args(argv)
-    module = f"{int(args.module):02d}"
+    module = f"{int(args.module):02d}" if getattr(args, "module", None) is not None else None
     try:
         if args.command == "list":
-            for rel, line in module_regions(args.root, module):
-                print(f"{rel}:{line}")
-        else:
+            regions = module_regions(args.root, module)
+            if regions:
+                print("\n".join(list_lines(regions)))
+        elif args.command == "make":
             make(args.root, args.dest, module, args.only)
+        elif args.command == "summary":
+            return summary(args.root, args.copy, module, args.junit)
+        elif args.command == "record":
+            record(args.junit, args.status_dir)
+        else:
+            status(args.root, args.build_dir)
     except ExerciseError as e:
+        print(f"exercise: {e}", file=sys.stderr)
+        return 1
+    except (OSError, ET.ParseError) as e:
         print(f"exercise: {e}", file=sys.stderr)
         return 1
     return 0
