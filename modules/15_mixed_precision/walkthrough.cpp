@@ -545,13 +545,13 @@ void step_7_speed() {
                 << fmt("%13.2f", t16) << fmt("%10.1f", gflop / t16 * 1e3) << fmt("%14.2f", t32 / t16) << "x\n";
     }
     const int threads = tt::get_num_threads();
-    std::cout << "    (best of 6 runs each, of 2 at n = 1024; " << threads << (threads == 1 ? " thread)\n" : " threads)\n");
+    std::cout << "    (best of 6 runs each, 2 at n = 1024; " << threads << (threads == 1 ? " thread)\n" : " threads)\n");
   }
-  say("Arithmetic intensity: 2 n^3 FLOPs over the 3 n^2 numbers read and written (both operands and\n"
-      "the result, once each) is n / 6 FLOPs per byte in float32 and n / 3 in bf16, " +
-      fmt("%.0f", 1024.0 / 6) + " and " + fmt("%.0f", 1024.0 / 3) + " at n = 1024:\n"
-      "far above what memory limits, so a large product is bound by arithmetic, and bf16 helps by\n"
-      "doing more of it per instruction, not by moving fewer bytes.");
+  say("Arithmetic intensity: 2 n^3 FLOPs over the 3 n^2 numbers read and written (both operands\n"
+      "and the result, once each) is n / 6 FLOPs per byte in float32 and n / 3 in bf16, " +
+      fmt("%.0f", 1024.0 / 6) + " and\n" + fmt("%.0f", 1024.0 / 3) +
+      " at n = 1024: far above what memory limits, so a large product is bound by arithmetic,\n"
+      "and bf16 pays off by doing more of it per instruction, not by moving fewer bytes.");
   say("Bytes: a [1024, 1024] operand is 4 MiB in float32, 2 MiB in bf16. A whole training step is\n"
       "more than its products: under autocast each forward also casts every weight to bf16 (read\n"
       "4 bytes, write 2 per element) and the activations between listed and unlisted ops, and the\n"
