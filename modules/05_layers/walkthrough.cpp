@@ -430,8 +430,8 @@ void step_12_costs() {
       tt::NoGradGuard g;
       for (int i = 0; i < 10; ++i) (void)big(xb.select(0, 0));
     }) / 10;
-    std::cout << "    forward, bias fused into the GEMM     " << fmt("%7.2f", fwd) << " ms  " << fmt("%6.1f", gflop / fwd * 1e3)
-              << " GFLOP/s  " << fmt("%5.1f", intensity(double(R))) << " FLOP/byte\n"
+    std::cout << "    forward, bias fused into the GEMM     " << fmt("%7.2f", fwd) << " ms  "
+              << fmt("%6.1f", gflop / fwd * 1e3) << " GFLOP/s  " << fmt("%5.1f", intensity(double(R))) << " FLOP/byte\n"
               << "    forward as matmul, then + bias        " << fmt("%7.2f", unfused) << " ms\n"
               << "    forward + backward                    " << fmt("%7.2f", both) << " ms  " << fmt("%6.1f", 3 * gflop / both * 1e3) << " GFLOP/s (3x the forward's FLOPs)\n"
               << "    one row, R = 1 (a matrix-vector)      " << fmt("%7.3f", one_row) << " ms  "

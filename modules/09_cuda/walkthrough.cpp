@@ -174,8 +174,8 @@ void step_4_coalescing() {
       if (x.is_cuda()) tt::cuda::synchronize();
     });
     std::printf("    %s contiguous copy  %8.3f ms  %7.1f GB/s\n", where, plain, gbps(bytes, plain));
-    std::printf("    %s transposed copy  %8.3f ms  %7.1f GB/s  (%.1fx slower; %s)\n", where, strided, gbps(bytes, strided),
-                strided / plain, x.is_cuda() ? "best of 5" : best_of(5).c_str());
+    std::printf("    %s transposed copy  %8.3f ms  %7.1f GB/s  (%.1fx slower; %s)\n", where, strided,
+                gbps(bytes, strided), strided / plain, x.is_cuda() ? "best of 5" : best_of(5).c_str());
   };
   compare(tt::randn({2048, 2048}), "cpu ");
   if (!g_gpu) {

@@ -383,8 +383,8 @@ void step_10_costs() {
                 << fmt("%6.1f", both - fwd) << " ms   zero [V, E] gradient " << fmt("%5.2f", zero) << " ms ("
                 << fmt("%5.1f", V * E * 4 / 1e6) << " MB)\n";
     }
-    std::cout << "    (N E = " << fmt("%.1f", N * E * 4 / 1e6) << " MB of rows gathered forward, and as many added back; "
-              << best_of(3) << ")\n";
+    std::cout << "    (N E = " << fmt("%.1f", N * E * 4 / 1e6)
+              << " MB of rows gathered forward, and as many added back; " << best_of(3) << ")\n";
   }
   say("The forward is a row copy (index_select moves whole rows): 25 MB in a few ms, whatever V.\n"
       "The backward moves the same rows back and costs far more. Part of it grows with V: the\n"

@@ -545,7 +545,8 @@ void step_7_speed() {
                 << fmt("%13.2f", t16) << fmt("%10.1f", gflop / t16 * 1e3) << fmt("%14.2f", t32 / t16) << "x\n";
     }
     const int threads = tt::get_num_threads();
-    std::cout << "    (best of 6 runs each, 2 at n = 1024; " << threads << (threads == 1 ? " thread)\n" : " threads)\n");
+    std::cout << "    (best of 6 runs each, 2 at n = 1024; " << threads
+              << (threads == 1 ? " thread)\n" : " threads)\n");
   }
   say("Arithmetic intensity: 2 n^3 FLOPs over the 3 n^2 numbers read and written (both operands\n"
       "and the result, once each) is n / 6 FLOPs per byte in float32 and n / 3 in bf16, " +
