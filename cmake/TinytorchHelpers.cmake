@@ -41,4 +41,44 @@ function(tt_add_module num name)
   target_link_libraries(walkthrough_${num} PRIVATE tinytorch::tinytorch)
   tt_target_defaults(walkthrough_${num})
   tt_add_test(NAME test_${num}_${name} SOURCES "${dir}/test_${num}_${name}.cpp" LABELS module${num})
+  tt_add_readme_check(${num} "${dir}/README.md" walkthrough_${num})
+endfunction()
+
+# tt_add_readme_check(NN readme walkthrough_target): when the README holds "```text tt-check: ARGS"
+# blocks, the test readme_NN (labels moduleNN and readme) runs cmake/CheckReadme.cmake on it, which
+# runs the walkthrough with each block's ARGS and fails on any block line missing from its output.
+# A setup test first brings the walkthrough up to date, so `ctest -L moduleNN` never checks a README
+# against a stale binary. A walkthrough stopped by an exercise stub skips the check.
+# TINYTORCH_CHECK_READMES=OFF leaves them out (an exercise copy, which judges only the learner's
+# code, need not build the walkthroughs).
+option(TINYTORCH_CHECK_READMES "Test the numbers module READMEs quote against their walkthroughs" ON)
+function(tt_add_readme_check num readme walkthrough)
+  if(NOT TINYTORCH_CHECK_READMES OR NOT EXISTS "${readme}")
+    return()
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${readme}")  # a new block registers
+  file(STRINGS "${readme}" blocks REGEX "^ *```text tt-check:")
+  if(NOT blocks)
+    return()
+  endif()
+  tt_add_walkthrough_build_test(${num} ${walkthrough})
+  add_test(NAME readme_${num}
+    COMMAND "${CMAKE_COMMAND}" "-DREADME=${readme}" "-DWALKTHROUGH=$<TARGET_FILE:${walkthrough}>"
+            "-DNAME=${walkthrough}" -P "${PROJECT_SOURCE_DIR}/cmake/CheckReadme.cmake")
+  set_tests_properties(readme_${num} PROPERTIES
+    FIXTURES_REQUIRED readme_${num}_built LABELS "module${num};readme" TIMEOUT 300
+    SKIP_REGULAR_EXPRESSION "exercise [0-9]+: implement this")
+endfunction()
+
+# tt_add_walkthrough_build_test(NN walkthrough_target): the test readme_NN_build, which builds the
+# walkthrough, and the fixture readme_NN_built that tests running it require. Once per module.
+function(tt_add_walkthrough_build_test num walkthrough)
+  if(TEST readme_${num}_build)
+    return()
+  endif()
+  add_test(NAME readme_${num}_build
+    COMMAND "${CMAKE_COMMAND}" --build "${PROJECT_BINARY_DIR}" --target ${walkthrough} --config $<CONFIG>)
+  # Two builds in one build tree at once would trip over each other.
+  set_tests_properties(readme_${num}_build PROPERTIES
+    FIXTURES_SETUP readme_${num}_built RESOURCE_LOCK tt_build_tree LABELS "module${num};readme")
 endfunction()

@@ -21,6 +21,12 @@ using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_E
 
 namespace {
 
+// What a timing measured, for the line under it: "best of 5, 2 threads" (tt::get_num_threads()).
+std::string best_of(int reps) {
+  const int threads = tt::get_num_threads();
+  return "best of " + std::to_string(reps) + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 // A row of numbers in %.4g, for tables.
 std::string row(const std::vector<double>& v, const char* format = "%11.4g") {
   std::string s;
@@ -369,7 +375,8 @@ void step_10_costs() {
               << "    unfused : " << fmt("%7.2f", unfused_ms) << " ms  (moves about " << fmt("%.0f", 8 * mib)
               << " MiB, and allocates two temporaries)\n"
               << "    same result: max |difference| = "
-              << fmt("%.2g", max_abs(tt::softmax(a, -1) - unfused())) << "\n";
+              << fmt("%.2g", max_abs(tt::softmax(a, -1) - unfused())) << "\n"
+              << "    (" << best_of(5) << ")\n";
   }
 }
 

@@ -21,6 +21,12 @@ using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
+// What a timing measured, for the line under it: "best of 5, 2 threads" (tt::get_num_threads()).
+std::string best_of(int reps) {
+  const int threads = tt::get_num_threads();
+  return "best of " + std::to_string(reps) + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 // The walkthrough's model: subtract a stored input mean, then Linear -> ReLU -> Dropout -> Linear.
 // input_mean is a buffer: saved with the model, never trained.
 struct TinyMLP : tt::nn::Module {
@@ -396,14 +402,18 @@ void step_11_state_dict() {
 
 void step_12_costs() {
   say("A Linear on R rows is one GEMM [R, in] @ [in, out]: 2 R in out FLOPs. The backward is two\n"
-      "GEMMs of the same size (dX and dW), so twice that. Timed here, best of 5, R = 256 and\n"
-      "in = out = 1024: 0.54 GFLOP forward. (Shared machines vary; compare ratios, not digits.)");
+      "GEMMs of the same size (dX and dW), so twice that. It moves at least its operands and its\n"
+      "result, 4 (R in + in out + R out) bytes in float32; FLOPs over bytes is its arithmetic\n"
+      "intensity. Timed here, best of 5, R = 256 and in = out = 1024: 0.54 GFLOP forward.\n"
+      "(Shared machines vary; compare ratios, not digits.)");
   {
     tt::manual_seed(7);
     const int64_t R = 256, n = 1024;
     tt::nn::Linear big(n, n);
     tt::Tensor xb = tt::randn({R, n});
     const double gflop = 2.0 * R * n * n / 1e9;
+    // FLOPs per byte moved: the input, the weight and the output, each read or written once.
+    auto intensity = [&](double rows) { return 2.0 * rows * n * n / (4.0 * (rows * n + double(n) * n + rows * n)); };
     double fwd = best_ms([&] {
       tt::NoGradGuard g;
       (void)big(xb);
@@ -420,16 +430,20 @@ void step_12_costs() {
       tt::NoGradGuard g;
       for (int i = 0; i < 10; ++i) (void)big(xb.select(0, 0));
     }) / 10;
-    std::cout << "    forward, bias fused into the GEMM     " << fmt("%7.2f", fwd) << " ms  " << fmt("%6.1f", gflop / fwd * 1e3) << " GFLOP/s\n"
+    std::cout << "    forward, bias fused into the GEMM     " << fmt("%7.2f", fwd) << " ms  "
+              << fmt("%6.1f", gflop / fwd * 1e3) << " GFLOP/s  " << fmt("%5.1f", intensity(double(R))) << " FLOP/byte\n"
               << "    forward as matmul, then + bias        " << fmt("%7.2f", unfused) << " ms\n"
               << "    forward + backward                    " << fmt("%7.2f", both) << " ms  " << fmt("%6.1f", 3 * gflop / both * 1e3) << " GFLOP/s (3x the forward's FLOPs)\n"
-              << "    one row, R = 1 (a matrix-vector)      " << fmt("%7.3f", one_row) << " ms  " << fmt("%6.1f", 2.0 * n * n / 1e9 / one_row * 1e3) << " GFLOP/s\n";
+              << "    one row, R = 1 (a matrix-vector)      " << fmt("%7.3f", one_row) << " ms  "
+              << fmt("%6.1f", 2.0 * n * n / 1e9 / one_row * 1e3) << " GFLOP/s  " << fmt("%5.1f", intensity(1.0))
+              << " FLOP/byte\n"
+              << "    (" << best_of(5) << ")\n";
   }
   say("One row does 2 in out = 2.1 MFLOP but still reads the whole 4 MB weight: half a FLOP per\n"
       "byte, so it runs at the speed of memory, not of arithmetic. With 256 rows the same weight\n"
-      "is read once and used 256 times. That is why batching pays. The fused bias saves memory\n"
-      "(no second [R, out] tensor) more than time: one pass over the output is small next to the\n"
-      "GEMM, and the two forward timings differ by little more than the noise.");
+      "is read once and used 256 times: 85 FLOPs per byte. That is why batching pays. The fused\n"
+      "bias saves memory (no second [R, out] tensor) more than time: one pass over the output is\n"
+      "small next to the GEMM, and the two forward timings differ by little more than the noise.");
 }
 
 }  // namespace

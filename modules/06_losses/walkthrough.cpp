@@ -22,6 +22,12 @@ using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_E
 
 namespace {
 
+// What a timing measured, for the line under it: "best of 5, 2 threads" (tt::get_num_threads()).
+std::string best_of(int reps) {
+  const int threads = tt::get_num_threads();
+  return "best of " + std::to_string(reps) + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 // Class indices as one-hot rows: t [N] int64 -> [N, C] (rows of the identity, picked by t).
 tt::Tensor one_hot(const tt::Tensor& t, int64_t C, tt::ScalarType dtype = tt::kFloat32) {
   return tt::eye(C, dtype).index_select(0, t);
@@ -404,6 +410,7 @@ void step_12_costs() {
            return -((e / e.sum({1}, true)).log() * oh).sum() / double(N);
          }},
     };
+    std::vector<double> peaks;  // printed after the timings: bytes do not vary from run to run, times do
     for (const Way& way : ways) {
       auto step = [&] {
         tt::Tensor l = way.loss();
@@ -411,13 +418,19 @@ void step_12_costs() {
         xl.set_grad(tt::Tensor());
       };
       step();  // warm the allocator's cache
-      const double ms = best_ms(step);
-      const double peak = peak_mib(step);
+      const double ms = best_ms(step, 3);
+      peaks.push_back(peak_mib(step));
       const double value = way.loss().item<double>();
       const std::string name = way.name;
-      std::cout << "    " << name << std::string(32 - name.size(), ' ') << fmt("%7.1f", ms) << " ms   peak "
-                << fmt("%6.0f", peak) << " MiB (" << fmt("%.1f", peak / mib) << "x the logits)   loss "
+      std::cout << "    " << name << std::string(32 - name.size(), ' ') << fmt("%7.1f", ms) << " ms   loss "
                 << fmt("%.6f", value) << "\n";
+    }
+    std::cout << "    (" << best_of(3) << ")\n"
+              << "    peak allocated above the logits, forward through backward:\n";
+    for (size_t i = 0; i < ways.size(); ++i) {
+      const std::string name = ways[i].name;
+      std::cout << "    " << name << std::string(32 - name.size(), ' ') << fmt("%6.0f", peaks[i]) << " MiB ("
+                << fmt("%.1f", peaks[i] / mib) << "x the logits)\n";
     }
     std::cout << "    (log 8192 = " << fmt("%.6f", std::log(8192.0))
               << ": randn logits of std 1 cost about log C + 1/2, as in section 4)\n";

@@ -32,6 +32,12 @@ using namespace narrate;  // heading, say, fmt, quietly, and SHOW / RUN / SHOW_E
 
 namespace {
 
+// What a timing measured, for the line under it: "best of 5, 2 threads" (tt::get_num_threads()).
+std::string best_of(int reps) {
+  const int threads = tt::get_num_threads();
+  return "best of " + std::to_string(reps) + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 using Model = tt::nn::Sequential;
 
 constexpr double kPi = 3.14159265358979323846;
@@ -431,23 +437,35 @@ void step_7_batch_size() {
   const tt::data::TrainTestSplit split = quietly(step_5_held_out);
   say("One epoch over the 960 training points from the same initial model, for several batch\n"
       "sizes. The model (2-64-64-3) has 4,416 weights, each one multiply-add per example: 8.8\n"
-      "kFLOP forward, and a backward of twice that, so 26.5 kFLOP per example per step.");
+      "kFLOP forward, and a backward of twice that, so 26.5 kFLOP per example per step. The\n"
+      "FLOP/byte column is the arithmetic intensity of the middle layer's product, [B, 64] @\n"
+      "[64, 64]: 2 B 64 64 FLOPs over the 4 (64 B + 64 64 + 64 B) bytes of its operands and\n"
+      "result. Each epoch is timed three times from the same start, and the best kept.");
   {
     const double flop_per_example = 3.0 * 2.0 * 4416;
-    std::cout << "    batch  steps/epoch   epoch time   examples/s    GFLOP/s   test acc after 1 epoch\n";
+    constexpr int kReps = 3;
+    std::cout << "    batch  steps/epoch   epoch time   examples/s    GFLOP/s   FLOP/byte   test acc after 1 epoch\n";
     for (int64_t bs : {1, 8, 32, 128, 480}) {
-      tt::manual_seed(0);
-      auto m = make_mlp(2, 64, 3);
-      tt::optim::Adam opt(m->parameters(), tt::optim::AdamOptions(1e-2));
-      tt::data::DataLoader ld(split.train, tt::data::DataLoaderOptions().batch_size(bs).shuffle(true).seed(0));
-      auto t0 = std::chrono::steady_clock::now();
-      train_epoch(*m, opt, ld);
-      double secs = seconds_since(t0);
-      double per_s = double(split.train->size()) / secs;
-      std::cout << "    " << fmt("%5.0f", double(bs)) << fmt("%13.0f", double(ld.size())) << fmt("%11.1f ms", 1e3 * secs)
-                << fmt("%13.0f", per_s) << fmt("%11.2f", per_s * flop_per_example / 1e9)
-                << fmt("%13.1f%%", 100 * evaluate(*m, *split.test)) << "\n";
+      double secs = 1e30, acc = 0;
+      int64_t steps = 0;
+      for (int rep = 0; rep < kReps; ++rep) {  // the same start each time: the same epoch, timed again
+        tt::manual_seed(0);
+        auto m = make_mlp(2, 64, 3);
+        tt::optim::Adam opt(m->parameters(), tt::optim::AdamOptions(1e-2));
+        tt::data::DataLoader ld(split.train, tt::data::DataLoaderOptions().batch_size(bs).shuffle(true).seed(0));
+        auto t0 = std::chrono::steady_clock::now();
+        train_epoch(*m, opt, ld);
+        secs = std::min(secs, seconds_since(t0));
+        acc = evaluate(*m, *split.test);
+        steps = int64_t(ld.size());
+      }
+      const double per_s = double(split.train->size()) / secs;
+      const double b = double(bs), intensity = 2.0 * b * 64 * 64 / (4.0 * (64 * b + 64 * 64 + 64 * b));
+      std::cout << "    " << fmt("%5.0f", b) << fmt("%13.0f", double(steps)) << fmt("%11.1f ms", 1e3 * secs)
+                << fmt("%13.0f", per_s) << fmt("%11.2f", per_s * flop_per_example / 1e9) << fmt("%12.2f", intensity)
+                << fmt("%13.1f%%", 100 * acc) << "\n";
     }
+    std::cout << "    (" << best_of(kReps) << ")\n";
   }
   say("Every step pays a fixed cost (a dozen small ops, each with its own dispatch, autograd\n"
       "node and allocation, then Adam's update of 6 tensors) that a batch of 1 cannot spread. So\n"
@@ -505,7 +523,8 @@ void step_8_milestone() {
       std::cout << "    " << fmt("%5.0f", epoch) << fmt("%12.5f", cosine.get_last_lr()[0]) << fmt("%13.4f", s.loss)
                 << fmt("%11.1f%%", 100 * s.acc) << fmt("%10.1f%%", 100 * milestone_acc) << "\n";
     }
-    std::cout << "    (" << epochs * loader.size() << " steps in " << fmt("%.2f", seconds_since(t0)) << " s)\n";
+    std::cout << "    (" << epochs * loader.size() << " steps in " << fmt("%.2f", seconds_since(t0)) << " s: one run, "
+              << tt::get_num_threads() << (tt::get_num_threads() == 1 ? " thread)\n" : " threads)\n");
   }
   std::cout << "\n    held-out accuracy " << fmt("%.1f%%", 100 * milestone_acc) << " on " << split.test->size()
             << " points never trained on: " << (milestone_acc >= 0.97 ? "the milestone (>= 97%) is reached.\n" : "BELOW the 97% target.\n");

@@ -23,6 +23,12 @@ using namespace narrate;  // heading, say, fmt, best_ms, and SHOW / RUN / SHOW_E
 
 namespace {
 
+// What a timing measured, for the line under it: "best of 5, 2 threads" (tt::get_num_threads()).
+std::string best_of(int reps) {
+  const int threads = tt::get_num_threads();
+  return "best of " + std::to_string(reps) + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 using tt::Tensor;
 namespace F = tt::F;
 
@@ -90,7 +96,7 @@ void step_2_memory_spaces() {
   Tensor h = tt::randn({n});
   double host_ms = best_ms([&] { (void)h.clone(); });
   say("A 64 MiB copy inside host memory, for scale: " + fmt("%.1f", gbps(2 * bytes, host_ms)) +
-      " GB/s (read + write).");
+      " GB/s (read + write; " + best_of(5) + ").");
   if (!g_gpu) {
     skip("host-to-device and device-to-host bandwidth of a 64 MiB tensor, and a device-to-device copy");
     return;
@@ -102,6 +108,7 @@ void step_2_memory_spaces() {
   std::printf("    host -> device   %8.2f ms   %7.1f GB/s\n", h2d, gbps(bytes, h2d));
   std::printf("    device -> host   %8.2f ms   %7.1f GB/s\n", d2h, gbps(bytes, d2h));
   std::printf("    device -> device %8.2f ms   %7.1f GB/s (read + write)\n", d2d, gbps(2 * bytes, d2d));
+  std::printf("    (best of 5 each, synchronized after every copy)\n");
   say("The device copy is one to two orders of magnitude faster than the bus: a model that sends its\n"
       "activations to the host every step is bound by the bus, whatever its kernels do.");
 }
@@ -144,6 +151,7 @@ void step_3_kernels() {
     for (int i = 0; i < 100; ++i) (void)(one + one);
   }) / 100;
   std::printf("    one + one, 1 float: %.1f us per op: launch and bookkeeping, no work\n", launch_ms * 1e3);
+  std::printf("    (best of 5 each, synchronized after every run; the second one is 100 launches a run)\n");
   say("Small ops are all overhead: a GPU wants few, large kernels (hence the fused softmax, norms,\n"
       "cross-entropy and optimizer steps).");
 }
@@ -166,8 +174,8 @@ void step_4_coalescing() {
       if (x.is_cuda()) tt::cuda::synchronize();
     });
     std::printf("    %s contiguous copy  %8.3f ms  %7.1f GB/s\n", where, plain, gbps(bytes, plain));
-    std::printf("    %s transposed copy  %8.3f ms  %7.1f GB/s  (%.1fx slower)\n", where, strided, gbps(bytes, strided),
-                strided / plain);
+    std::printf("    %s transposed copy  %8.3f ms  %7.1f GB/s  (%.1fx slower; %s)\n", where, strided,
+                gbps(bytes, strided), strided / plain, x.is_cuda() ? "best of 5" : best_of(5).c_str());
   };
   compare(tt::randn({2048, 2048}), "cpu ");
   if (!g_gpu) {

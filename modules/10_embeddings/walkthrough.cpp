@@ -21,6 +21,12 @@ using namespace narrate;  // heading, say, fmt, and SHOW / RUN / SHOW_ERROR
 
 namespace {
 
+// What a timing measured, for the line under it: "best of 5, 2 threads" (tt::get_num_threads()).
+std::string best_of(int reps) {
+  const int threads = tt::get_num_threads();
+  return "best of " + std::to_string(reps) + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 // Token ids as one-hot rows: ids [*] int64 -> [*, V] float32 (rows of the identity, picked by id).
 tt::Tensor one_hot(const tt::Tensor& ids, int64_t V) {
   tt::Shape s = ids.shape();
@@ -110,9 +116,11 @@ void step_2_one_hot() {
     std::cout << "    lookup (gather)        " << fmt("%9.3f", lookup) << " ms   moves " << fmt("%5.2f", N * E * 8 / 1e6)
               << " MB (read and write N x E floats)\n"
               << "    one-hot @ W (GEMM)     " << fmt("%9.3f", product) << " ms   " << fmt("%5.2f", 2.0 * N * V * E / 1e9)
-              << " GFLOP, one-hot matrix " << fmt("%.1f", N * V * 4 / 1e6) << " MB\n"
+              << " GFLOP, one-hot matrix " << fmt("%.1f", N * V * 4 / 1e6) << " MB, "
+              << fmt("%.1f", 2.0 * N * V * E / (4.0 * (N * V + V * E + N * E))) << " FLOP/byte\n"
               << "    same result:           " << std::boolalpha
-              << bool(max_abs(tt::embedding(table, toks) - hot.matmul(table)) == 0.0) << "\n";
+              << bool(max_abs(tt::embedding(table, toks) - hot.matmul(table)) == 0.0) << "\n"
+              << "    (" << best_of(3) << ")\n";
   }
   say("Equal to the last bit (each output is one product by 1 plus zeros), and the lookup is\n"
       "orders of magnitude cheaper. The equivalence is still useful: it says what the gradient\n"
@@ -375,7 +383,8 @@ void step_10_costs() {
                 << fmt("%6.1f", both - fwd) << " ms   zero [V, E] gradient " << fmt("%5.2f", zero) << " ms ("
                 << fmt("%5.1f", V * E * 4 / 1e6) << " MB)\n";
     }
-    std::cout << "    (N E = " << fmt("%.1f", N * E * 4 / 1e6) << " MB of rows gathered forward, and as many added back)\n";
+    std::cout << "    (N E = " << fmt("%.1f", N * E * 4 / 1e6)
+              << " MB of rows gathered forward, and as many added back; " << best_of(3) << ")\n";
   }
   say("The forward is a row copy (index_select moves whole rows): 25 MB in a few ms, whatever V.\n"
       "The backward moves the same rows back and costs far more. Part of it grows with V: the\n"

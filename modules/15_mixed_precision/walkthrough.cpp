@@ -27,6 +27,12 @@ using namespace narrate;  // heading, say, fmt, best_ms, quietly, and SHOW / RUN
 
 namespace {
 
+// What a timing measured, for the line under it: "best of 5, 2 threads" (tt::get_num_threads()).
+std::string best_of(int reps) {
+  const int threads = tt::get_num_threads();
+  return "best of " + std::to_string(reps) + ", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 using tt::BFloat16;
 using tt::Tensor;
 namespace nn = tt::nn;
@@ -538,7 +544,15 @@ void step_7_speed() {
       std::cout << "    " << fmt("%4.0f", double(n)) << fmt("%15.2f", t32) << fmt("%10.1f", gflop / t32 * 1e3)
                 << fmt("%13.2f", t16) << fmt("%10.1f", gflop / t16 * 1e3) << fmt("%14.2f", t32 / t16) << "x\n";
     }
+    const int threads = tt::get_num_threads();
+    std::cout << "    (best of 6 runs each, 2 at n = 1024; " << threads
+              << (threads == 1 ? " thread)\n" : " threads)\n");
   }
+  say("Arithmetic intensity: 2 n^3 FLOPs over the 3 n^2 numbers read and written (both operands\n"
+      "and the result, once each) is n / 6 FLOPs per byte in float32 and n / 3 in bf16, " +
+      fmt("%.0f", 1024.0 / 6) + " and\n" + fmt("%.0f", 1024.0 / 3) +
+      " at n = 1024: far above what memory limits, so a large product is bound by arithmetic,\n"
+      "and bf16 pays off by doing more of it per instruction, not by moving fewer bytes.");
   say("Bytes: a [1024, 1024] operand is 4 MiB in float32, 2 MiB in bf16. A whole training step is\n"
       "more than its products: under autocast each forward also casts every weight to bf16 (read\n"
       "4 bytes, write 2 per element) and the activations between listed and unlisted ops, and the\n"
@@ -578,6 +592,7 @@ void step_7_speed() {
       std::cout << "    " << s.name << fmt("%11.0f", double(s.B * s.T)) << fmt("%13.2f", t32) << fmt("%11.2f", t16)
                 << fmt("%14.2f", t32 / t16) << "x\n";
     }
+    std::cout << "    (" << best_of(3) << ")\n";
   }
   say("(Timings are from this machine, now; rerun to compare, with OMP_NUM_THREADS=1 on a busy\n"
       "machine: module 14, section 11.) Where the products are small the\n"
@@ -611,7 +626,9 @@ void step_7_speed() {
     const double tflop = 2.0 * double(n) * double(n) * double(n) * 1e-12;
     std::cout << ">>> " << tt::cuda::device_description(0) << "\n    float32 " << fmt("%.3f", t32) << " ms ("
               << fmt("%.0f", tflop / t32 * 1e3) << " TFLOP/s), bf16 " << fmt("%.3f", t16) << " ms ("
-              << fmt("%.0f", tflop / t16 * 1e3) << " TFLOP/s): " << fmt("%.1f", t32 / t16) << "x\n";
+              << fmt("%.0f", tflop / t16 * 1e3) << " TFLOP/s): " << fmt("%.1f", t32 / t16) << "x\n"
+              << "    (best of 10; " << fmt("%.0f", n / 6.0) << " FLOP/byte in float32, " << fmt("%.0f", n / 3.0)
+              << " in bf16)\n";
   }
 }
 

@@ -40,7 +40,7 @@ struct GraphTask {
   TensorList captured;
 
   void count_dependencies(const std::vector<Node*>& roots) {
-    // TT_EXERCISE_BEGIN(04)
+    // TT_EXERCISE_BEGIN(04, 1)
     std::unordered_set<Node*> seen(roots.begin(), roots.end());
     std::vector<Node*> stack(roots.begin(), roots.end());
     while (!stack.empty()) {

@@ -33,7 +33,7 @@ struct BFloat16 {
 
   // float32 -> nearest bf16, ties to even; NaN -> a quiet NaN of the same sign.
   static TT_HOST_DEVICE uint16_t round_to_bits(float f) {
-    // TT_EXERCISE_BEGIN(15)
+    // TT_EXERCISE_BEGIN(15, 1)
     uint32_t u = float_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
     // Add just under half of the dropped part's range, plus the kept part's lowest bit: a tie

@@ -58,7 +58,7 @@ std::string BlockPool::format_bytes(int64_t nbytes) {
 }
 
 BlockPool::Block* BlockPool::find_free_block(FreeSet& free, size_t size) {
-  // TT_EXERCISE_BEGIN(09)
+  // TT_EXERCISE_BEGIN(09, 1)
   Block key;
   key.size = size;
   key.ptr = nullptr;
@@ -84,7 +84,7 @@ BlockPool::Block* BlockPool::new_segment(size_t rounded, bool small, bool exact)
 }
 
 bool BlockPool::should_split(const Block* block, size_t size) const {
-  // TT_EXERCISE_BEGIN(09)
+  // TT_EXERCISE_BEGIN(09, 2)
   size_t remaining = block->size - size;
   return block->small ? remaining >= kMinBlockSize : remaining > kSmallSize;
   // TT_EXERCISE_END
@@ -135,7 +135,7 @@ void* BlockPool::allocate(size_t nbytes) {
 
 // `neighbour` is block->next; it is absorbed into block and deleted.
 void BlockPool::merge_into(Block* block, Block* neighbour) {
-  // TT_EXERCISE_BEGIN(09)
+  // TT_EXERCISE_BEGIN(09, 3)
   block->size += neighbour->size;
   block->next = neighbour->next;
   if (neighbour->next != nullptr) neighbour->next->prev = block;
@@ -167,7 +167,7 @@ void BlockPool::deallocate(void* ptr, size_t /*nbytes*/) {
 }
 
 void BlockPool::release_cached_segments_locked() {
-  // TT_EXERCISE_BEGIN(09)
+  // TT_EXERCISE_BEGIN(09, 4)
   std::vector<Block*> whole;  // free blocks that are an entire segment
   for (FreeSet* free : {&small_free_, &large_free_})
     for (Block* b : *free)

@@ -42,7 +42,7 @@ Tensor stack_field(const std::vector<Example>& examples, Tensor Example::*member
 
 Batch collate(const std::vector<Example>& examples) {
   TT_CHECK(!examples.empty(), "collate: expected at least one example, got an empty list");
-  // TT_EXERCISE_BEGIN(08)
+  // TT_EXERCISE_BEGIN(08, 1)
   TT_CHECK(examples[0].data.defined(), "collate: example 0 has undefined data");
   Batch batch;
   batch.data = stack_field(examples, &Example::data, "data");

@@ -36,7 +36,7 @@ double RandomStream::normal() {
 
 std::vector<int64_t> permutation(int64_t n, uint64_t seed, uint64_t stream) {
   TT_CHECK(n >= 0, "permutation: n must be non-negative, got ", n);
-  // TT_EXERCISE_BEGIN(08)
+  // TT_EXERCISE_BEGIN(08, 2)
   // Fisher-Yates: position i takes a uniformly chosen element of the not-yet-placed prefix
   // [0, i], so each of the n! orders has probability 1/n!.
   std::vector<int64_t> order(static_cast<size_t>(n));

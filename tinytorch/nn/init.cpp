@@ -68,7 +68,7 @@ Tensor zeros_(Tensor t) { return constant_(t, 0.0); }
 Tensor ones_(Tensor t) { return constant_(t, 1.0); }
 
 Tensor xavier_uniform_(Tensor t, double gain, Generator* gen) {
-  // TT_EXERCISE_BEGIN(05)
+  // TT_EXERCISE_BEGIN(05, 5)
   check_float(t, "xavier_uniform_");
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
   double a = gain * std::sqrt(6.0 / double(fan_in + fan_out));
@@ -77,7 +77,7 @@ Tensor xavier_uniform_(Tensor t, double gain, Generator* gen) {
 }
 
 Tensor xavier_normal_(Tensor t, double gain, Generator* gen) {
-  // TT_EXERCISE_BEGIN(05)
+  // TT_EXERCISE_BEGIN(05, 6)
   check_float(t, "xavier_normal_");
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(t);
   return normal_(t, 0.0, gain * std::sqrt(2.0 / double(fan_in + fan_out)), gen);
@@ -85,7 +85,7 @@ Tensor xavier_normal_(Tensor t, double gain, Generator* gen) {
 }
 
 Tensor kaiming_uniform_(Tensor t, double a, FanMode mode, const std::string& nonlinearity, Generator* gen) {
-  // TT_EXERCISE_BEGIN(05)
+  // TT_EXERCISE_BEGIN(05, 1)
   check_float(t, "kaiming_uniform_");
   int64_t f = fan(t, mode);
   TT_CHECK_SHAPE(f > 0, "init::kaiming_uniform_: cannot initialize a tensor with a zero fan, got ", t.shape());
@@ -95,7 +95,7 @@ Tensor kaiming_uniform_(Tensor t, double a, FanMode mode, const std::string& non
 }
 
 Tensor kaiming_normal_(Tensor t, double a, FanMode mode, const std::string& nonlinearity, Generator* gen) {
-  // TT_EXERCISE_BEGIN(05)
+  // TT_EXERCISE_BEGIN(05, 4)
   check_float(t, "kaiming_normal_");
   int64_t f = fan(t, mode);
   TT_CHECK_SHAPE(f > 0, "init::kaiming_normal_: cannot initialize a tensor with a zero fan, got ", t.shape());

@@ -61,7 +61,7 @@ Tensor sinusoidal_positions(int64_t seq_len, int64_t dim, double base) {
   // Nothing to fill, and a loop over the rows of an empty [2^62, 0] table would never end.
   if (table.numel() == 0) return table.to(kFloat32);
   double* pe = table.data_ptr<double>();  // Note [sinusoidal layout]
-  // TT_EXERCISE_BEGIN(10)
+  // TT_EXERCISE_BEGIN(10, 3)
   for (int64_t t = 0; t < seq_len; ++t)
     for (int64_t j = 0; j < dim; ++j) {
       double angle = double(t) * std::pow(base, -double(j - j % 2) / double(dim));
@@ -99,13 +99,13 @@ std::string SinusoidalPositionalEncoding::extra_repr() const {
 Tensor rotate_half(const Tensor& x) {
   const int64_t D = x.size(-1);
   TT_CHECK_SHAPE(D % 2 == 0, "rotate_half: the last dim must be even, got ", x.shape());
-  // TT_EXERCISE_BEGIN(10)
+  // TT_EXERCISE_BEGIN(10, 4)
   return cat({-slice(x, -1, D / 2, D), slice(x, -1, 0, D / 2)}, -1);
   // TT_EXERCISE_END
 }
 
 Tensor apply_rotary(const Tensor& x, const Tensor& cos, const Tensor& sin) {
-  // TT_EXERCISE_BEGIN(10)
+  // TT_EXERCISE_BEGIN(10, 6)
   return x * cos + rotate_half(x) * sin;  // Note [rotary pairing]
   // TT_EXERCISE_END
 }
@@ -124,7 +124,7 @@ std::pair<Tensor, Tensor> rotary_table(int64_t first, int64_t L, int64_t D, doub
   Tensor cos = detail::empty({L, D}, kFloat64, "nn::RotaryEmbedding"), sin = empty_like(cos);
   double* c = cos.data_ptr<double>();
   double* s = sin.data_ptr<double>();
-  // TT_EXERCISE_BEGIN(10)
+  // TT_EXERCISE_BEGIN(10, 5)
   const int64_t half = D / 2;
   for (int64_t t = 0; t < L; ++t)
     for (int64_t i = 0; i < half; ++i) {

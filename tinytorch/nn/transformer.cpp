@@ -47,7 +47,7 @@ TransformerBlock::TransformerBlock(int64_t embed_dim, int64_t num_heads, const T
 Tensor TransformerBlock::forward(const Tensor& x, const Tensor& attn_mask, bool is_causal, KVCache* kv_cache) const {
   TT_CHECK_SHAPE(x.dim() == 3 && x.size(2) == attn->embed_dim, "nn::TransformerBlock: expected input [B, T, ",
                  attn->embed_dim, "], got ", x.shape());
-  // TT_EXERCISE_BEGIN(14)
+  // TT_EXERCISE_BEGIN(14, 1)
   MultiHeadAttentionForward args;
   args.attn_mask = attn_mask;
   args.is_causal = is_causal;
@@ -153,7 +153,7 @@ Tensor GPT::forward(const Tensor& ids) const {
   TT_CHECK_SHAPE(T <= options.context_length(), "nn::GPT::forward: sequence length ", T,
                  " exceeds context_length ", options.context_length(), " (ids ", ids.shape(),
                  "); crop to the last context_length tokens");
-  // TT_EXERCISE_BEGIN(14)
+  // TT_EXERCISE_BEGIN(14, 2)
   Tensor h = embed(*this, ids, 0);
   for (size_t i = 0; i < blocks->size(); ++i) h = blocks->ptr<TransformerBlock>(int64_t(i))->forward(h, {}, true);
   return logits_of(*this, h);
@@ -176,7 +176,7 @@ Tensor GPT::forward_cached(const Tensor& ids, std::vector<KVCache>& caches) cons
     TT_CHECK(offset + t <= caches[i].capacity(), "nn::GPT::forward_cached: block ", i, "'s cache holds at most ",
              caches[i].capacity(), " positions, and ", offset, " + ", t, " were asked for");
   NoGradGuard no_grad;  // the cache is written in place: decoding is inference only
-  // TT_EXERCISE_BEGIN(14)
+  // TT_EXERCISE_BEGIN(14, 3)
   Tensor h = embed(*this, ids, offset);
   for (size_t i = 0; i < blocks->size(); ++i)
     h = blocks->ptr<TransformerBlock>(int64_t(i))->forward(h, {}, true, &caches[i]);
@@ -196,7 +196,7 @@ namespace {
 // host loop over V per row: small next to the forward that produced the logits.
 Tensor next_tokens(const Tensor& logits, const GenerateOptions& opts, Device device) {
   if (opts.greedy()) return argmax(logits, -1, /*keepdim=*/true);
-  // TT_EXERCISE_BEGIN(14)
+  // TT_EXERCISE_BEGIN(14, 4)
   int64_t B = logits.size(0), V = logits.size(1);
   std::vector<double> values = logits.to_vector<double>();
   std::vector<double> u = rand({B}, TensorOptions().dtype(kFloat64), opts.generator()).to_vector<double>();

@@ -10,7 +10,7 @@
 namespace tt {
 
 Tensor dropout(const Tensor& x, double p, bool train, Generator* gen) {
-  // TT_EXERCISE_BEGIN(05)
+  // TT_EXERCISE_BEGIN(05, 3)
   TT_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability must be in [0, 1], got ", p);
   TT_CHECK_DTYPE(x.is_floating_point(), "dropout: expected a floating-point tensor, got ", x.dtype());
   if (!train || p == 0.0) return x;

@@ -103,7 +103,7 @@ using autograd::reduce_grad;
 Tensor one_minus(const Tensor& t) { return sub(scalar_tensor(1, t.options()), t); }
 // d(a*b)/da = b and d(a*b)/db = a: the gradient of one factor is g times the other.
 Tensor mul_grad(const Tensor& g, const Tensor& other) {
-  // TT_EXERCISE_BEGIN(04)
+  // TT_EXERCISE_BEGIN(04, 4)
   return mul(g, other);
   // TT_EXERCISE_END
 }

@@ -51,7 +51,7 @@ struct Embedding {
   };
   // weight: [V, E], flat: int64 [N] (checked) -> [*, E] (out_shape): row i is weight[flat[i]].
   static Tensor forward(const Tensor& weight, const Tensor& flat, const Shape& out_shape) {
-    // TT_EXERCISE_BEGIN(10)
+    // TT_EXERCISE_BEGIN(10, 1)
     Tensor out = empty(out_shape, weight.options());
     if (out.numel())
       backend_for(weight.device()).index_select(view(out, {flat.numel(), weight.size(1)}), weight, 0, flat);
@@ -60,7 +60,7 @@ struct Embedding {
   }
   // g: [*, E] -> [V, E]
   static TensorList backward(const Saved& s, const TensorList& g) {
-    // TT_EXERCISE_BEGIN(10)
+    // TT_EXERCISE_BEGIN(10, 2)
     Tensor idx = s.indices.unpack();
     int64_t E = g[0].size(-1);
     Tensor g2 = reshape(g[0], {idx.numel(), E});  // [N, E]

@@ -33,7 +33,7 @@ struct Matmul {
     ScalarType dtype = kFloat32;
   };
   static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
-    // TT_EXERCISE_BEGIN(04)
+    // TT_EXERCISE_BEGIN(04, 5)
     Tensor a = s.a.unpack(), b = s.b.unpack(), ga, gb;
     if (b.defined()) ga = autograd::reduce_grad(matmul(g[0], transpose(b, -1, -2)), s.a_shape, s.dtype);
     if (a.defined()) gb = autograd::reduce_grad(matmul(transpose(a, -1, -2), g[0]), s.b_shape, s.dtype);
@@ -86,7 +86,7 @@ struct Linear {
   };
   // g: [*, out] -> gx: [*, in], gw: [out, in], gb: [out]
   static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
-    // TT_EXERCISE_BEGIN(05)
+    // TT_EXERCISE_BEGIN(05, 2)
     Tensor g2 = as_rows(g[0]);
     Tensor x = s.x.unpack(), w = s.w.unpack(), gx, gw, gb;
     if (w.defined()) {

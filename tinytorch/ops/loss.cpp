@@ -198,7 +198,7 @@ struct CrossEntropy {
   };
   // x: [N, C, d..]; target: int64 [N, d..] (it) or float probabilities [N, C, d..] -> [N, d..]
   static Tensor forward(const Tensor& x, const Saved& s, const Tensor& probs) {
-    // TT_EXERCISE_BEGIN(06)
+    // TT_EXERCISE_BEGIN(06, 2)
     const int64_t C = x.size(1);
     Tensor logp = empty(x.shape(), x.options());
     backend_for(x.device()).softmax(logp, x, 1, /*log=*/true);
@@ -214,7 +214,7 @@ struct CrossEntropy {
   }
   // g: [N, d..] -> dx = (p sum_k w_k q_k - w q) g (per row); dprobs = -(1 - ε) w log p g
   static TensorList backward(const Saved& s, const TensorList& g) {
-    // TT_EXERCISE_BEGIN(06)
+    // TT_EXERCISE_BEGIN(06, 3)
     Tensor x = s.x.unpack(), probs = s.probs.unpack(), dx, dprobs;
     const int64_t C = x.size(1);
     if (probs.defined()) {
@@ -291,14 +291,14 @@ struct BinaryCrossEntropy {
   static Tensor clamped_log(const Tensor& v) { return maximum(log(v), full({}, -100.0, v.options())); }
   // x, y: [*] -> -w (y log x + (1 - y) log(1 - x))
   static Tensor forward(const Tensor& x, const Tensor& y, const Tensor& w) {
-    // TT_EXERCISE_BEGIN(06)
+    // TT_EXERCISE_BEGIN(06, 4)
     Tensor loss = neg(y * clamped_log(x) + (1.0 - y) * clamped_log(1.0 - x));
     return w.defined() ? loss * w : loss;
     // TT_EXERCISE_END
   }
   // dx = g w (x - y) / max(x (1 - x), 1e-12); dy = g w (log(1 - x) - log x), logs clamped
   static TensorList backward(const Saved& s, const TensorList& g) {
-    // TT_EXERCISE_BEGIN(06)
+    // TT_EXERCISE_BEGIN(06, 5)
     Tensor x = s.x.unpack(), y = s.y.unpack();
     Tensor gw = s.w.defined() ? g[0] * s.w : g[0];
     Tensor dx, dy;
@@ -326,7 +326,7 @@ void check_probabilities(const Tensor& x, const char* op) {
 
 // x, y: [*] -> (x - y)^2
 Tensor squared_error(const Tensor& x, const Tensor& y) {
-  // TT_EXERCISE_BEGIN(06)
+  // TT_EXERCISE_BEGIN(06, 1)
   Tensor d = x - y;
   return d * d;
   // TT_EXERCISE_END
@@ -334,7 +334,7 @@ Tensor squared_error(const Tensor& x, const Tensor& y) {
 
 // x, y: [*] logits and targets -> (1 - y) x + (1 + (pos_weight - 1) y) softplus(-x)
 Tensor bce_with_logits(const Tensor& x, const Tensor& y, const Tensor& pos_weight) {
-  // TT_EXERCISE_BEGIN(06)
+  // TT_EXERCISE_BEGIN(06, 6)
   // softplus(-x) = log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)): no exp overflows, and log1p
   // keeps the tail exact (log(1 + 1e-9) is 0 in float32, log1p(1e-9) is 1e-9). -|x| is spelled
   // where(x >= 0, -x, x) so that its gradient at 0 is -1, not abs's 0: the sum's gradient at

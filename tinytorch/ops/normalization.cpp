@@ -84,7 +84,7 @@ bool differentiable_backward(const Tensor& dy, const Tensor& x, const Tensor& w)
 // The composite backward of layer_norm (Note [double backward of normalization]).
 // dy, x: [R, C]; w: [C] or undefined -> {dx, dw, db}.
 TensorList layer_norm_grad_composite(const Tensor& dy, const Tensor& x, const Tensor& w, double eps) {
-  // TT_EXERCISE_BEGIN(11)
+  // TT_EXERCISE_BEGIN(11, 3)
   const Shape row{1}, rows{0};
   const Tensor xc = x - mean(x, row, /*keepdim=*/true);
   const Tensor rstd = rsqrt(mean(xc * xc, row, true) + eps);
@@ -139,7 +139,7 @@ struct LayerNormOp {
 
 // The composite backward of rms_norm (Note [double backward of normalization]). -> {dx, dw}.
 TensorList rms_norm_grad_composite(const Tensor& dy, const Tensor& x, const Tensor& w, double eps) {
-  // TT_EXERCISE_BEGIN(11)
+  // TT_EXERCISE_BEGIN(11, 6)
   const Shape row{1}, rows{0};
   const Tensor rstd = rsqrt(mean(x * x, row, /*keepdim=*/true) + eps);
   const Tensor xhat = x * rstd;

@@ -63,7 +63,7 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* op) {
 // Groups of old dims that are contiguous with each other may be split or merged freely.
 bool compute_view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape,
                           Shape& new_strides) {
-  // TT_EXERCISE_BEGIN(01)
+  // TT_EXERCISE_BEGIN(01, 1)
   new_strides.resize(new_shape.size());
   if (numel_of(old_shape) == 0 || old_shape.empty()) {
     new_strides = contiguous_strides(new_shape);

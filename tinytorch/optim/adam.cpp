@@ -76,7 +76,7 @@ Optimizer::StateKeys AdamBase::state_keys(const OptimizerOptions& options) const
 }
 
 void AdamBase::adam_step(bool decoupled) {
-  // TT_EXERCISE_BEGIN(07)
+  // TT_EXERCISE_BEGIN(07, 4)
   check_options();
   for (auto& group : param_groups()) {
     for (const Tensor& p : group.params()) {

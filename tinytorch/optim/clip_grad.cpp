@@ -37,7 +37,7 @@ double norm_of(const Tensor& g, double p) {
 
 double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
-  // TT_EXERCISE_BEGIN(07)
+  // TT_EXERCISE_BEGIN(07, 8)
   TT_CHECK(max_norm >= 0, "clip_grad_norm_: max_norm must be >= 0, got ", max_norm);
   TT_CHECK(norm_type > 0, "clip_grad_norm_: norm_type must be > 0 (or infinity), got ", norm_type);
   NoGradGuard no_grad;

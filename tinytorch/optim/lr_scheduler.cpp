@@ -82,7 +82,7 @@ StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
 }
 
 double StepLR::lr_at(int64_t epoch, double base_lr) const {
-  // TT_EXERCISE_BEGIN(07)
+  // TT_EXERCISE_BEGIN(07, 5)
   return base_lr * std::pow(gamma_, double(epoch / step_size_));
   // TT_EXERCISE_END
 }
@@ -95,7 +95,7 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double
 }
 
 double CosineAnnealingLR::lr_at(int64_t epoch, double base_lr) const {
-  // TT_EXERCISE_BEGIN(07)
+  // TT_EXERCISE_BEGIN(07, 6)
   return eta_min_ + (base_lr - eta_min_) * (1 + std::cos(kPi * double(epoch) / double(T_max_))) / 2;
   // TT_EXERCISE_END
 }
@@ -123,7 +123,7 @@ LinearWarmup::LinearWarmup(Optimizer& optimizer, int64_t warmup_steps, double st
 }
 
 double LinearWarmup::lr_at(int64_t epoch, double base_lr) const {
-  // TT_EXERCISE_BEGIN(07)
+  // TT_EXERCISE_BEGIN(07, 7)
   if (epoch < warmup_steps_)  // LinearLR's closed form with end_factor 1
     return base_lr * (start_factor_ + (1.0 - start_factor_) * double(epoch) / double(warmup_steps_));
   return after_ ? after_->lr_at(epoch - warmup_steps_, base_lr) : base_lr;

@@ -49,7 +49,7 @@ Optimizer::StateKeys SGD::state_keys(const OptimizerOptions& /*options*/) const 
 }
 
 void SGD::step() {
-  // TT_EXERCISE_BEGIN(07)
+  // TT_EXERCISE_BEGIN(07, 2)
   check_options();
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const SGDOptions&>(group.options());

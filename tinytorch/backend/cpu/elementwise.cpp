@@ -46,7 +46,7 @@ void unary_loop(const Tensor& out, const Tensor& in, F f) {
 // out: [*]; a, b: bcast to out. The heart of broadcasting: stride-0 operands are read in place.
 template <typename out_t, typename in_t, typename F>
 void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  // TT_EXERCISE_BEGIN(01)
+  // TT_EXERCISE_BEGIN(01, 2)
   const Tensor* ops[3] = {&out, &a, &b};
   StridedLoop<3> loop(ops);
   loop.run([f](char** p, const int64_t* s, int64_t n) {

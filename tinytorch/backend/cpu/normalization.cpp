@@ -118,7 +118,7 @@ bool rms_norm_row_scaled(T* y, double& rstd_out, const T* x, const T* w, int64_t
 template <typename T>
 void layer_norm_row(T* __restrict y, double& mean_out, double& rstd_out, const T* __restrict x, const T* __restrict w,
                     const T* __restrict b, int64_t C, double eps) {
-  // TT_EXERCISE_BEGIN(11)
+  // TT_EXERCISE_BEGIN(11, 1)
   if (C == 0) {
     mean_out = 0;
     rstd_out = 1.0 / std::sqrt(eps);
@@ -168,7 +168,7 @@ void layer_norm_row(T* __restrict y, double& mean_out, double& rstd_out, const T
 template <typename T, bool kW, bool kDW, bool kDB>
 void layer_norm_backward_row(T* __restrict dx, T* __restrict dw_part, T* __restrict db_part, const T* __restrict dy,
                              const T* __restrict x, double mean, double rstd, const T* __restrict w, int64_t C) {
-  // TT_EXERCISE_BEGIN(11)
+  // TT_EXERCISE_BEGIN(11, 2)
   const T hi = T(mean), lo = T(mean - double(hi)), r = T(rstd);  // Note [split mean]
   double sg = 0, sgx = 0;  // sum(g), sum(g * xhat), g = dy * w
   for (int64_t start = 0; start < C; start += kBlock) {
@@ -202,7 +202,7 @@ void layer_norm_backward_row(T* __restrict dx, T* __restrict dw_part, T* __restr
 template <typename T>
 void rms_norm_row(T* __restrict y, double& rstd_out, const T* __restrict x, const T* __restrict w, int64_t C,
                   double eps) {
-  // TT_EXERCISE_BEGIN(11)
+  // TT_EXERCISE_BEGIN(11, 4)
   const double ms = C == 0 ? 0.0 : row_sum<T>(C, [&](int64_t i) { return x[i] * x[i]; }) / double(C);
   if (!std::isfinite(ms) && rms_norm_row_scaled(y, rstd_out, x, w, C, eps)) return;  // Note [huge rows]
   rstd_out = 1.0 / std::sqrt(ms + eps);
@@ -221,7 +221,7 @@ void rms_norm_row(T* __restrict y, double& rstd_out, const T* __restrict x, cons
 template <typename T>
 void rms_norm_backward_row(T* __restrict dx, T* __restrict dw_part, const T* __restrict dy, const T* __restrict x,
                            double rstd, const T* __restrict w, int64_t C) {
-  // TT_EXERCISE_BEGIN(11)
+  // TT_EXERCISE_BEGIN(11, 5)
   const T r = T(rstd);
   if (dw_part) {
 #pragma omp simd

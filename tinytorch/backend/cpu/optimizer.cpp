@@ -35,7 +35,7 @@ void with_flag(bool b, F&& f) {
 template <typename T, bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
 void sgd_range(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t b, int64_t e,
                const SgdStepArgs& a) {
-  // TT_EXERCISE_BEGIN(07)
+  // TT_EXERCISE_BEGIN(07, 1)
   const T sign = a.maximize ? T(-1) : T(1);
   const T wd = T(a.weight_decay), mom = T(a.momentum), keep = T(1 - a.dampening), neg_lr = T(-a.lr);
   for (int64_t i = b; i < e; ++i) {
@@ -55,7 +55,7 @@ void sgd_range(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_
 template <typename T, bool kDecay, bool kDecoupled, bool kAmsgrad>
 void adam_range(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, T* __restrict vmax,
                 int64_t b, int64_t e, const AdamStepArgs& a) {
-  // TT_EXERCISE_BEGIN(07)
+  // TT_EXERCISE_BEGIN(07, 3)
   const T sign = a.maximize ? T(-1) : T(1);
   const T wd = T(a.weight_decay), decay = T(1 - a.lr * a.weight_decay);
   const T beta1 = T(a.beta1), beta2 = T(a.beta2), one_minus_beta1 = T(1 - a.beta1), one_minus_beta2 = T(1 - a.beta2);

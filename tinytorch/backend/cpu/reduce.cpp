@@ -51,7 +51,7 @@ bool sum_prefetch_helps() {
 // One row of n elements `stride` apart; see Note [float sums].
 template <typename T>
 double sum_row(const T* p, int64_t n, int64_t stride) {
-  // TT_EXERCISE_BEGIN(01)
+  // TT_EXERCISE_BEGIN(01, 3)
   if (stride != 1) {
     double total = 0;
     for (int64_t i = 0; i < n; ++i) total += double(p[i * stride]);

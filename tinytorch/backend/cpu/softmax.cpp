@@ -54,7 +54,7 @@ bool has_nan(const T* x, int64_t n) {
 // y = softmax(x) (or log_softmax) over one contiguous row of n elements. See Note [stable softmax].
 template <typename T>
 void softmax_row(T* __restrict y, const T* __restrict x, int64_t n, bool log) {
-  // TT_EXERCISE_BEGIN(03)
+  // TT_EXERCISE_BEGIN(03, 1)
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const T m = row_max(x, n);
   if (m == kNegInf && !has_nan(x, n)) {  // every element is -inf: a fully masked row
@@ -78,7 +78,7 @@ void softmax_row(T* __restrict y, const T* __restrict x, int64_t n, bool log) {
 // dx from dy and the forward's output y over one contiguous row.
 template <typename T>
 void softmax_backward_row(T* __restrict dx, const T* __restrict dy, const T* __restrict y, int64_t n, bool log) {
-  // TT_EXERCISE_BEGIN(03)
+  // TT_EXERCISE_BEGIN(03, 2)
   if (log) {  // dx = dy - exp(y) * sum(dy)
     const T sum = T(row_sum<T>(n, [&](int64_t i) { return dy[i]; }));
     for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] - functors::exp_any(y[i]) * sum;
