@@ -1,12 +1,14 @@
 // Module 02 suite: matmul's forms (1-D, 2-D, batched, broadcast batch dims) against the
 // definition, transposed and sliced views reaching BLAS without copies, the int64 triple loop,
-// and the errors. It is the judge in exercise mode (`tools/tt exercise 02`): the cases tagged
-// [exercise] run int64 products, which go through gemm_naive, the function a learner writes.
+// the blocked loop against the definition, and the errors. It is the judge in exercise mode
+// (`tools/tt exercise 02`): the cases tagged [exercise] run int64 products, which go through
+// gemm_naive, and tt::cpu::gemm_blocked, the two functions a learner writes.
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include <tinytorch/backend/backend.h>  // the kernel seam itself, which the umbrella header leaves out
+#include <tinytorch/backend/backend.h>           // the kernel seam itself, which the umbrella header leaves out
+#include <tinytorch/backend/cpu/gemm_blocked.h>  // the blocked loop, a CPU function of its own
 
 #include "test_util.h"
 
@@ -328,6 +330,70 @@ TEST_CASE("Backend::gemm computes out = a @ b + beta * out", "[module02][exercis
   Tensor fo = tt::full({2, 2}, std::numeric_limits<double>::quiet_NaN());
   cpu.gemm(fo, a.to(tt::kFloat32), b.to(tt::kFloat32), 0.0);
   CHECK(fo.to_vector<float>() == std::vector<float>{19, 22, 43, 50});
+}
+
+// --- the blocked loop (the exercise's second region) ----------------------------------------------------
+
+namespace {
+
+// c = a @ b through tt::cpu::gemm_blocked on contiguous copies of a [M, K] and b [K, N], c prefilled
+// with `junk` (the loop must overwrite c, not add to it).
+template <typename T>
+Tensor blocked_product(const Tensor& a, const Tensor& b, int64_t block, double junk) {
+  const Tensor ac = a.contiguous(), bc = b.contiguous();
+  const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  Tensor c = tt::full({M, N}, junk, a.dtype());
+  tt::cpu::gemm_blocked(ac.data_ptr<T>(), bc.data_ptr<T>(), c.data_ptr<T>(), M, N, K, block);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("gemm_blocked gives the naive product for sizes that are not multiples of the block",
+          "[module02][exercise]") {
+  tt::manual_seed(31);
+  // {M, K, N, block}: partial tiles at every edge, a block larger than every dim (the plain i-k-j
+  // loop), blocks of 1, and rows split across threads (M * K * N well above the threading grain).
+  const std::vector<std::vector<int64_t>> cases = {{1, 1, 1, 64},  {3, 5, 7, 2},     {17, 33, 9, 8},
+                                                   {67, 45, 130, 16}, {13, 29, 31, 1}, {5, 70, 3, 64},
+                                                   {130, 200, 97, 64}, {257, 129, 65, 32}};
+  for (const auto& cs : cases) {
+    const int64_t M = cs[0], K = cs[1], N = cs[2], block = cs[3];
+    INFO("M, K, N = " << M << ", " << K << ", " << N << ", block " << block);
+    // int64: exact, so every partial tile must be right to the last unit.
+    Tensor ai = tt::randint(-9, 10, {M, K}), bi = tt::randint(-9, 10, {K, N});
+    CHECK(blocked_product<int64_t>(ai, bi, block, 12345).to_vector<double>() ==
+          reference_matmul(ai, bi).to_vector<double>());
+    // float32 and float64, against the float64 definition; c starts as NaN, which must not survive.
+    Tensor af = tt::randn({M, K}), bf = tt::randn({K, N});
+    check_matches_definition(blocked_product<float>(af, bf, block, std::nan("")), af, bf);
+    Tensor ad = af.to(tt::kFloat64), bd = bf.to(tt::kFloat64);
+    check_matches_definition(blocked_product<double>(ad, bd, block, std::nan("")), ad, bd);
+  }
+  // Empty inner dimension: c is all zeros (not the junk it held).
+  Tensor z = blocked_product<float>(tt::ones({3, 0}), tt::ones({0, 4}), 8, 7.0);
+  CHECK(z.to_vector<float>() == std::vector<float>(12, 0.0f));
+}
+
+TEST_CASE("gemm_blocked gives the same float32 result on 1 thread as on several", "[module02][exercise]") {
+  tt::manual_seed(32);
+  Tensor a = tt::randn({150, 70}), b = tt::randn({70, 120});
+  const int threads = tt::get_num_threads();
+  tt::set_num_threads(1);
+  Tensor one = blocked_product<float>(a, b, 32, 0.0);
+  tt::set_num_threads(std::max(2, threads));
+  Tensor many = blocked_product<float>(a, b, 32, 0.0);
+  tt::set_num_threads(threads);
+  // Each c[i, j] is summed in the same order whichever thread owns row i: bit for bit equal.
+  CHECK(one.to_vector<float>() == many.to_vector<float>());
+  check_matches_definition(one, a, b);
+}
+
+TEST_CASE("gemm_blocked refuses a block below 1 and negative sizes", "[module02]") {
+  float x = 0;
+  REQUIRE_THROWS_WITH(tt::cpu::gemm_blocked(&x, &x, &x, 1, 1, 1, 0), "gemm_blocked: block must be >= 1, got 0");
+  REQUIRE_THROWS_WITH(tt::cpu::gemm_blocked(&x, &x, &x, -1, 1, 1, 8),
+                      "gemm_blocked: sizes must be >= 0, got M = -1, N = 1, K = 1");
 }
 
 // --- errors ---------------------------------------------------------------------------------------------

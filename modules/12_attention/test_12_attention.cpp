@@ -7,9 +7,10 @@
 // by its formulas and by gradcheck in float64 (second derivatives too); a KV cache against one
 // causal pass; permutation equivariance; dropout on the weights; the T^2 bytes the allocator
 // sees; attention maps; the errors. It is the judge in exercise mode (`tools/tt exercise 12`):
-// the cases tagged [exercise] lean on the body a learner writes, the composed math path
-// (scores, scale, masks, causal rule, grouped heads, softmax) behind attention_weights,
-// need_weights, dropout, learned masks and second derivatives.
+// the cases tagged [exercise] lean on the bodies a learner writes: the composed math path
+// (scores, scale, masks, grouped heads, softmax) behind attention_weights, need_weights, dropout,
+// learned masks and second derivatives; the causal mask it applies; the split of the projections
+// into heads and their concatenation in MultiHeadAttention; and KVCache::append.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -564,7 +565,7 @@ TEST_CASE("dropout on the weights: seeded, and the kept weights scaled by 1/(1 -
   CHECK(max_abs(mha(x, x, x, fwd(true)).first - y1) > 1e-4);
 }
 
-TEST_CASE("a KV cache: decoding one token at a time equals one causal pass", "[module12]") {
+TEST_CASE("a KV cache: decoding one token at a time equals one causal pass", "[module12][exercise]") {
   tt::manual_seed(20);
   nn::MultiHeadAttention mha(8, 4, nn::MultiHeadAttentionOptions().num_kv_heads(2));
   const Tensor x = tt::randn({2, 7, 8});

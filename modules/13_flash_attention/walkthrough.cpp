@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include <tinytorch/backend/cpu/online_softmax.h>
 #include <tinytorch/tinytorch.h>
 
 #include "../narrate.h"
@@ -169,30 +170,58 @@ double math_formula(int64_t N) { return 4 * io_bytes(N) + double(kB * kH) * doub
 
 struct Cost {
   int64_t peak = 0;  // peak bytes above what was live before (Note [measured peak], tools/attention_costs.cpp)
-  double fwd_ms = 0, bwd_ms = 0;
+  double fwd_ms = 0, bwd_ms = 0;  // the best of `runs` runs
+  int runs = 0;
 };
 
+// Runs per timing in section 5: the best of 3 while a run is short, one run beyond N = 4096.
+int runs_for(int64_t N) { return N <= 4096 ? 3 : 1; }
+
 // Forward + backward at [1, 8, N, 64], float32, causal (or with `mask`), with `backend` forced:
-// the peak of live tensor bytes (tt::memory::stats) and the time of each half. One run.
-Cost measure(tt::SDPBackend backend, int64_t N, const Tensor& mask = {}, bool causal = true) {
+// the peak of live tensor bytes (tt::memory::stats) in the first run, and the best time of each
+// half over `runs` runs (the gradients cleared between runs).
+Cost measure(tt::SDPBackend backend, int64_t N, const Tensor& mask = {}, bool causal = true, int runs = 1) {
   tt::manual_seed(0);
-  const Tensor q = tt::randn({kB, kH, N, kD}).requires_grad_(), k = tt::randn({kB, kH, N, kD}).requires_grad_(),
-               v = tt::randn({kB, kH, N, kD}).requires_grad_(), dO = tt::randn({kB, kH, N, kD});
+  Tensor q = tt::randn({kB, kH, N, kD}).requires_grad_(), k = tt::randn({kB, kH, N, kD}).requires_grad_(),
+         v = tt::randn({kB, kH, N, kD}).requires_grad_();
+  const Tensor dO = tt::randn({kB, kH, N, kD});
   tt::SdpaKernelGuard guard(backend);
   Cost c;
-  const int64_t before = tt::memory::stats().allocated_bytes;
-  tt::memory::reset_peak_stats();
-  const auto t0 = std::chrono::steady_clock::now();
-  {
-    Tensor out = F::scaled_dot_product_attention(q, k, v, mask, 0.0, causal);
-    const auto t1 = std::chrono::steady_clock::now();
-    out.backward(dO);
-    const auto t2 = std::chrono::steady_clock::now();
-    c.fwd_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    c.bwd_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  c.runs = runs;
+  for (int r = 0; r < runs; ++r) {
+    for (Tensor* t : {&q, &k, &v}) t->set_grad(Tensor());
+    const int64_t before = tt::memory::stats().allocated_bytes;
+    tt::memory::reset_peak_stats();
+    const auto t0 = std::chrono::steady_clock::now();
+    {
+      Tensor out = F::scaled_dot_product_attention(q, k, v, mask, 0.0, causal);
+      const auto t1 = std::chrono::steady_clock::now();
+      out.backward(dO);
+      const auto t2 = std::chrono::steady_clock::now();
+      const double fwd = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      const double bwd = std::chrono::duration<double, std::milli>(t2 - t1).count();
+      c.fwd_ms = r == 0 ? fwd : std::min(c.fwd_ms, fwd);
+      c.bwd_ms = r == 0 ? bwd : std::min(c.bwd_ms, bwd);
+    }
+    if (r == 0) c.peak = tt::memory::stats().peak_allocated_bytes - before;
   }
-  c.peak = tt::memory::stats().peak_allocated_bytes - before;
   return c;
+}
+
+// The fraction of the N^2 causal scores the flash forward and backward compute (section 3's rules).
+double forward_fraction(int64_t N) {
+  double fwd = 0;
+  for (int64_t i0 = 0; i0 < N; i0 += kBlockQ)
+    for (int64_t j0 = 0; j0 < N; j0 += kBlockK) {
+      const int64_t rows = std::min(kBlockQ, N - i0);
+      fwd += double(rows) * double(computed_cols(i0, rows, j0, std::min(kBlockK, N - j0)));
+    }
+  return fwd / (double(N) * double(N));
+}
+double backward_fraction(int64_t N) {
+  double bwd = 0;
+  for (int64_t j0 = 0; j0 < N; j0 += 256) bwd += double(std::min<int64_t>(256, N - j0)) * double(N - j0);
+  return bwd / (double(N) * double(N));
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -264,6 +293,26 @@ void step_2_online_softmax() {
       "what the backward will use (section 4):");
   SHOW(tt::tensor(weights_from_lse(s8, r8.lse())));
   SHOW(F::softmax(tt::tensor(s8), 0));
+  say("The kernel's own row step is tt::cpu::online_softmax_update (backend/cpu/online_softmax.h; the\n"
+      "first function you write in exercise mode). Given one block of a row's scores, it updates m, l\n"
+      "and the rescaled acc, and turns the scores into exp(s_j - m'); the values are left to the caller,\n"
+      "because the kernel adds P V for a whole tile of rows with one GEMM. The same eight scores:");
+  {
+    std::cout << ">>> float m = -INFINITY, l = 0, acc = 0;\n"
+                 ">>> for each block of 3: p = the block's scores; online_softmax_update(p, n, m, l, &acc, 1);\n"
+                 "                         acc += sum_j p[j] v[j];\n";
+    float m = -INFINITY, l = 0, acc = 0;
+    for (size_t j0 = 0; j0 < s8.size(); j0 += 3) {
+      const size_t j1 = std::min(s8.size(), j0 + 3);
+      std::vector<float> p(s8.begin() + long(j0), s8.begin() + long(j1));
+      tt::cpu::online_softmax_update(p.data(), int64_t(p.size()), m, l, &acc, 1);
+      float block = 0;
+      for (size_t j = j0; j < j1; ++j) block += p[j - j0] * v8[j];
+      acc += block;
+    }
+    SHOW(acc / l);
+    SHOW(m + std::log(l));
+  }
   say("Now a long row: 100,000 scores (randn x 3) against values with 4 numbers each, in float32,\n"
       "streamed with several block sizes and compared with tt::softmax over the whole row:\n"
       "  * weights: max |exp(s - lse) - softmax(s)|, every weight rebuilt from the streamed lse;\n"
@@ -470,8 +519,10 @@ void step_4_backward() {
 // -----------------------------------------------------------------------------------------------
 
 void step_5_linear_memory() {
-  say("Forward + backward at [1, 8, N, 64] float32, causal, each kernel forced by SdpaKernelGuard,\n"
-      "one run per cell. \"peak\" is the allocator's high-water mark of live tensor bytes\n"
+  say("Forward + backward at [1, 8, N, 64] float32, causal, each kernel forced by SdpaKernelGuard, on\n"
+      + std::to_string(tt::get_num_threads()) +
+      " thread(s) (tt::get_num_threads()); times are the best of 3 runs up to N = 4096\n"
+      "and of 1 run beyond. \"peak\" is the allocator's high-water mark of live tensor bytes\n"
       "(tt::memory::stats, reset_peak_stats) above what was live before: the output, what the\n"
       "forward saved, the gradients dq, dk, dv and every temporary. \"formula\" is the least each\n"
       "kernel must hold: 4 x B H N D x 4 bytes (out, dq, dk, dv) plus B H N x 4 (flash: lse) or plus\n"
@@ -490,12 +541,12 @@ void step_5_linear_memory() {
               << rcol("bwd ms", 9) << " |" << rcol("flash peak", 11) << rcol("formula", 11) << rcol("fwd ms", 9)
               << rcol("bwd ms", 9) << " |" << rcol("peak ratio", 11) << "\n";
     for (int64_t N = 512; N <= g_opts.max_n; N *= 2) {
-      const Cost f = measure(tt::SDPBackend::Flash, N);
+      const Cost f = measure(tt::SDPBackend::Flash, N, {}, true, runs_for(N));
       std::string math_cells;
       const bool run_math = math_formula(N) <= kMathBudget;
       Cost m;
       if (run_math) {
-        m = measure(tt::SDPBackend::Math, N);
+        m = measure(tt::SDPBackend::Math, N, {}, true, runs_for(N));
         tt::memory::empty_cache();  // hand P's bytes back to the system
         math_cells = rcol(bytes(double(m.peak)), 11) + rcol(bytes(math_formula(N)), 11) +
                      rcol(fmt("%.0f", m.fwd_ms), 9) + rcol(fmt("%.0f", m.bwd_ms), 9);
@@ -527,6 +578,25 @@ void step_5_linear_memory() {
               << "x the math kernel's time (forward " << fmt("%.2f", f.fwd_ms / m.fwd_ms) << "x, backward "
               << fmt("%.2f", f.bwd_ms / m.bwd_ms) << "x)\n";
   }
+  say("The FLOPs of those runs (GEMMs only: 4 N^2 D per head forward, 10 N^2 D backward, times the\n"
+      "fraction of the scores a causal kernel computes, section 3), the rate flash reached, and the\n"
+      "arithmetic intensity of the forward at the least traffic each kernel allows: flash reads q,\n"
+      "k, v and writes out (4 B H N D x 4 bytes); the math kernel also writes P and reads it back\n"
+      "(2 B H N^2 x 4 bytes; it stores whole rows even when causal):");
+  {
+    std::cout << "\n" << rcol("N", 6) << rcol("fwd GFLOP", 11) << rcol("bwd GFLOP", 11) << rcol("flash fwd GFLOP/s", 19)
+              << rcol("bwd GFLOP/s", 13) << rcol("flash FLOPs/B", 15) << rcol("math FLOPs/B", 14) << "\n";
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int64_t N = int64_t(xs[i]);
+      const double all = double(kB * kH) * double(N) * double(N) * double(kD);
+      const double fwd = 4.0 * all * forward_fraction(N), bwd = 10.0 * all * backward_fraction(N);
+      const double io = 4.0 * io_bytes(N), p = 2.0 * double(kB * kH) * double(N) * double(N) * 4.0;
+      std::cout << rcol(std::to_string(N), 6) << fmt("%11.2f", fwd / 1e9) << fmt("%11.2f", bwd / 1e9)
+                << fmt("%19.1f", fwd / (flash_costs[i].fwd_ms * 1e6))
+                << fmt("%13.1f", bwd / (flash_costs[i].bwd_ms * 1e6))
+                << fmt("%15.0f", fwd / io) << fmt("%14.1f", fwd / (io + p)) << "\n";
+    }
+  }
   say("The flash column doubles with N, like the inputs: it is the four [N, D] tensors and lse,\n"
       "plus its tiles (1 MiB per thread in the backward, two [512, 256] tiles, also drawn from the\n"
       "allocator, which is why it sits a little above its formula). The math column quadruples: P\n"
@@ -536,7 +606,7 @@ void step_5_linear_memory() {
       "more arithmetic in the backward (S rebuilt for every tile) and runs many small GEMMs; the\n"
       "math kernel writes P to main memory in the forward and reads it back in the backward, 512\n"
       "MiB at N = 4096, while flash's tiles stay in cache. Which side wins depends on the machine\n"
-      "(the line above says how it went here; times are one run each, on whatever else the\n"
+      "(the line above says how it went here; times are best-of-3 (N <= 4096), on whatever else the\n"
       "machine was doing). What does not depend on the machine is the memory: at N = 16384 flash\n"
       "needs about 130 MiB where the math kernel would need 8 GiB, and at 128k tokens 1 GiB\n"
       "against 512 GiB.");
@@ -565,8 +635,8 @@ void step_5_linear_memory() {
     RUN(const int64_t N = 4096);
     RUN(Tensor pos = tt::arange(N, tt::kInt64));
     RUN(Tensor causal_mask = pos.reshape({N, 1}) >= pos.reshape({1, N}));  // [N, N] bool, true: key j <= query i
-    RUN(Cost with_flag = measure(tt::SDPBackend::Flash, N));
-    RUN(Cost with_tensor = measure(tt::SDPBackend::Flash, N, causal_mask, /*causal=*/false));
+    RUN(Cost with_flag = measure(tt::SDPBackend::Flash, N, {}, true, /*runs=*/3));
+    RUN(Cost with_tensor = measure(tt::SDPBackend::Flash, N, causal_mask, /*causal=*/false, /*runs=*/3));
     SHOW(bytes(double(with_flag.peak)) + ", " + fmt("%.0f", with_flag.fwd_ms + with_flag.bwd_ms) + " ms");
     SHOW(bytes(double(with_tensor.peak)) + ", " + fmt("%.0f", with_tensor.fwd_ms + with_tensor.bwd_ms) + " ms");
   }

@@ -25,8 +25,18 @@ bool needs_grad(const Tensor& t) { return GradMode::is_enabled() && t.defined() 
 
 // x: [B, T, H*D] -> [B, H, T, D] (Note [heads as views]).
 Tensor split_heads(const Tensor& x, int64_t H) {
+  // TT_EXERCISE_BEGIN(12, 3)
   const int64_t B = x.size(0), T = x.size(1);
   return x.reshape({B, T, H, x.size(2) / H}).transpose(1, 2);
+  // TT_EXERCISE_END
+}
+
+// x: [B, H, T, D] -> [B, T, H*D], each token's heads side by side: split_heads undone (a view
+// when x is laid out as [B, T, H, D], as the attention kernels write it; Note [heads as views]).
+Tensor concat_heads(const Tensor& x) {
+  // TT_EXERCISE_BEGIN(12, 4)
+  return x.transpose(1, 2).reshape({x.size(0), x.size(2), x.size(1) * x.size(3)});
+  // TT_EXERCISE_END
 }
 
 // A MultiHeadAttention mask (bool true = NOT allowed, or float) as an additive float bias.
@@ -57,15 +67,7 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
                  v.shape());
   TT_CHECK(length_ + t <= capacity_, "KVCache::append: capacity is ", capacity_, " positions, ", length_,
            " are cached and ", t, " more were appended");
-  if (!k_.defined() || length_ == 0) {
-    const bool same = k_.defined() && k_.size(0) == k.size(0) && k_.size(1) == k.size(1) &&
-                      k_.size(3) == k.size(3) && v_.size(3) == v.size(3) && k_.dtype() == k.dtype() &&
-                      v_.dtype() == v.dtype() && k_.device() == k.device() && v_.device() == v.device();
-    if (!same) {
-      k_ = empty({k.size(0), k.size(1), capacity_, k.size(3)}, k.options());
-      v_ = empty({v.size(0), v.size(1), capacity_, v.size(3)}, v.options());
-    }
-  } else {
+  if (length_ > 0) {  // what is appended must match what is cached
     TT_CHECK_SHAPE(k_.size(0) == k.size(0) && k_.size(1) == k.size(1) && k_.size(3) == k.size(3) &&
                        v_.size(3) == v.size(3),
                    "KVCache::append: the cache holds [B, Hkv, *, D] = ", k_.shape(), " and values ", v_.shape(),
@@ -75,10 +77,21 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
     TT_CHECK_DEVICE(k.device() == k_.device() && v.device() == v_.device(), "KVCache::append: the cache is on ",
                     k_.device(), ", got k on ", k.device(), " and v on ", v.device());
   }
+  // TT_EXERCISE_BEGIN(12, 5)
+  if (length_ == 0) {  // the first append, or the first after clear(): (re)allocate unless the buffers fit
+    const bool same = k_.defined() && k_.size(0) == k.size(0) && k_.size(1) == k.size(1) &&
+                      k_.size(3) == k.size(3) && v_.size(3) == v.size(3) && k_.dtype() == k.dtype() &&
+                      v_.dtype() == v.dtype() && k_.device() == k.device() && v_.device() == v.device();
+    if (!same) {
+      k_ = empty({k.size(0), k.size(1), capacity_, k.size(3)}, k.options());
+      v_ = empty({v.size(0), v.size(1), capacity_, v.size(3)}, v.options());
+    }
+  }
   k_.slice(2, length_, length_ + t).copy_(k);
   v_.slice(2, length_, length_ + t).copy_(v);
   length_ += t;
   return {k_.slice(2, 0, length_), v_.slice(2, 0, length_)};
+  // TT_EXERCISE_END
 }
 
 int64_t KVCache::memory_bytes() const {
@@ -290,7 +303,7 @@ std::pair<Tensor, Tensor> attend_with_weights(const MultiHeadAttention& mha, con
 
 // The heads merged back (a view, Note [heads as views]) through out_proj, in the caller's layout.
 Tensor merge_heads(const MultiHeadAttention& mha, const Tensor& out, const MhaInputs& in) {
-  Tensor y = mha.out_proj->forward(out.transpose(1, 2).reshape({in.B, in.Tq, mha.embed_dim}));
+  Tensor y = mha.out_proj->forward(concat_heads(out));
   if (in.unbatched) return y.squeeze(0);
   return mha.options.batch_first() ? y : y.transpose(0, 1);
 }

@@ -153,15 +153,17 @@ Tensor repeat_kv(const Tensor& t, int64_t G) {
 
 // [Tq, Tk] bool: true where key j <= query i (top-left aligned causal mask).
 Tensor causal_allowed(int64_t Tq, int64_t Tk, Device device) {
+  // TT_EXERCISE_BEGIN(12, 2)
   const Tensor i = reshape(arange(Tq, TensorOptions().dtype(kInt64).device(device)), {Tq, 1});
   const Tensor j = reshape(arange(Tk, TensorOptions().dtype(kInt64).device(device)), {1, Tk});
   return le(j, i);
+  // TT_EXERCISE_END
 }
 
 // The composed math path: softmax(q k^T * scale + mask) from tensor ops.
 Tensor weights_composed(const Tensor& q, const Tensor& k, const Tensor& mask, bool is_causal, double scale,
                         int64_t G) {
-  // TT_EXERCISE_BEGIN(12)
+  // TT_EXERCISE_BEGIN(12, 1)
   Tensor scores = mul(matmul(q, transpose(repeat_kv(k, G), -2, -1)), scale);  // [*, Hq, Tq, Tk]
   if (mask.defined()) {
     scores = mask.dtype() == kBool ? masked_fill(scores, eq(mask, scalar_tensor(false, kBool)), -kInf)

@@ -7,8 +7,10 @@
 //   m = -inf, l = 0, acc = 0                                 per query row
 //   for each tile of kBlockK keys (causal: only tiles that start at or left of the last row):
 //     S = scale * Q_i K_j^T + bias                          [kBlockQ, kBlockK], one GEMM
-//     m' = max(m, rowmax S);  P = exp(S - m');  alpha = exp(m - m')
-//     l = alpha * l + rowsum P;  acc = alpha * acc + P V_j   (second GEMM, beta = 1)
+//     per row (online_softmax_update, Note [online softmax]):
+//       m' = max(m, rowmax S);  P = exp(S - m');  alpha = exp(m - m')
+//       l = alpha * l + rowsum P;  acc = alpha * acc
+//     acc += P V_j                                          (second GEMM, beta = 1)
 //   out = acc / l,  lse = m + log l                          written once
 // Backward, per (batch, key/value head) a task (so dK, dV and the group's dQ have one writer):
 //   Dvec = rowsum(dO * O) per query row
@@ -44,6 +46,7 @@
 #include "tinytorch/backend/cpu/blas_threads.h"
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
+#include "tinytorch/backend/cpu/online_softmax.h"
 #include "tinytorch/backend/cpu/scratch.h"
 
 namespace tt::cpu {
@@ -87,10 +90,56 @@ void mask_tile(T* S, int64_t ld, int64_t rows, int64_t cols, int64_t i0, int64_t
   }
 }
 
+}  // namespace
+
+// Note [online softmax]: one query row's step of the forward (module 13's README, section 3). The
+// row keeps a running max m, a running sum l of exp(s - m) over the scores seen so far, and an
+// unnormalized output acc [Dv]. A new block of its scores s [cols] (one key tile) updates them:
+//   m' = max(m, max_c s[c])        alpha = exp(m - m')   (0 while m was -inf, 1 if the max stays)
+//   l = alpha l + sum_c exp(s[c] - m')        acc = alpha acc        s[c] = exp(s[c] - m')
+//   m = m'
+// and the caller adds the block's values, acc += s V_j, as one GEMM for all rows of a tile. The
+// block's sum is formed first and then added to l: short float sums, not one long one. While
+// neither the row so far nor the block has a finite score (all masked), m, l and acc stay as they
+// are and s becomes all 0; a NaN among such scores sets l to NaN, so that the row's output is NaN,
+// as softmax's would be. Declared in cpu/online_softmax.h, for module 13's suite.
+template <typename T>
+void online_softmax_update(T* s, int64_t cols, T& m, T& l, T* acc, int64_t Dv) {
+  // TT_EXERCISE_BEGIN(13, 1)
+  T mx = m;
+#pragma omp simd reduction(max : mx)
+  for (int64_t c = 0; c < cols; ++c) mx = s[c] > mx ? s[c] : mx;
+  if (mx == -std::numeric_limits<T>::infinity()) {  // nothing visible (or only NaN, which the max skips)
+    bool nan = false;
+    for (int64_t c = 0; c < cols && !nan; ++c) nan = s[c] != s[c];
+    if (nan) l = std::numeric_limits<T>::quiet_NaN();  // the row's output becomes NaN
+    std::fill(s, s + cols, T(0));
+    return;
+  }
+  const T alpha = functors::exp_any(m - mx);  // 0 when m was -inf
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t c = 0; c < cols; ++c) {
+    s[c] = functors::exp_any(s[c] - mx);
+    sum += s[c];
+  }
+  l = l * alpha + sum;
+  m = mx;
+  if (alpha != T(1)) {
+#pragma omp simd
+    for (int64_t d = 0; d < Dv; ++d) acc[d] *= alpha;
+  }
+  // TT_EXERCISE_END
+}
+template void online_softmax_update<float>(float*, int64_t, float&, float&, float*, int64_t);
+template void online_softmax_update<double>(double*, int64_t, double&, double&, double*, int64_t);
+
+namespace {
+
 template <typename T>
 void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                   const Tensor& bias, const AttentionArgs& args) {
-  // TT_EXERCISE_BEGIN(13)
+  // TT_EXERCISE_BEGIN(13, 2)
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t B = q.size(0), Hq = q.size(1), Tq = q.size(2), D = q.size(3);
   const int64_t G = Hq / k.size(1), Tk = k.size(2), Dv = v.size(3);
@@ -123,33 +172,7 @@ void forward_impl(const Tensor& out, const Tensor& lse, const Tensor& q, const T
              bk);
         mask_tile(S, bk, rows, cols, i0, j0, bias_bh, bias_p ? bias.stride(2) : 0,
                   bias_p ? bias.stride(3) : 0, args.causal && j0 + cols > i0);
-        for (int64_t r = 0; r < rows; ++r) {
-          T* s = S + r * bk;
-          T mx = m[r];
-#pragma omp simd reduction(max : mx)
-          for (int64_t c = 0; c < cols; ++c) mx = s[c] > mx ? s[c] : mx;
-          if (mx == kNegInf) {  // nothing visible in this tile (or only NaN, which the max skips)
-            bool nan = false;
-            for (int64_t c = 0; c < cols && !nan; ++c) nan = s[c] != s[c];
-            if (nan) l[r] = std::numeric_limits<T>::quiet_NaN();  // the row's output becomes NaN
-            std::fill(s, s + cols, T(0));
-            continue;
-          }
-          const T alpha = functors::exp_any(m[r] - mx);  // 0 when m was -inf
-          T sum = 0;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t c = 0; c < cols; ++c) {
-            s[c] = functors::exp_any(s[c] - mx);
-            sum += s[c];
-          }
-          l[r] = l[r] * alpha + sum;
-          m[r] = mx;
-          if (alpha != T(1)) {
-            T* a = acc + r * Dv;
-#pragma omp simd
-            for (int64_t d = 0; d < Dv; ++d) a[d] *= alpha;
-          }
-        }
+        for (int64_t r = 0; r < rows; ++r) online_softmax_update(S + r * bk, cols, m[r], l[r], acc + r * Dv, Dv);
         tile_gemm(false, false, rows, Dv, cols, 1.0, S, bk, V + j0 * v.stride(2), v.stride(2), 1.0, acc,
              Dv);
       }
@@ -180,11 +203,33 @@ int64_t backward_chunks(int64_t pairs, int64_t k_tiles, int64_t dq_bytes) {
   return std::max<int64_t>(1, std::min({(threads + pairs - 1) / pairs, k_tiles, by_memory}));
 }
 
+// dq [B, Hq, Tq, D] += the dQ of key chunks 1 .. chunks - 1, which `partial` holds one after the
+// other, each [B, Hq, Tq, D] contiguous; added in chunk order, so the sum does not depend on which
+// thread ran which chunk.
+template <typename T>
+void add_partial_dq(const Tensor& dq, const T* partial, int64_t chunks) {
+  const int64_t B = dq.size(0), Hq = dq.size(1), Tq = dq.size(2), D = dq.size(3);
+  parallel_for(B * Hq, attention_grain(B * Hq, double(chunks) * B * Hq * Tq * D), [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      T* dQ = at<T>(dq, bh / Hq, bh % Hq);
+      for (int64_t c = 1; c < chunks; ++c) {
+        const T* part = partial + ((c - 1) * B * Hq + bh) * Tq * D;
+        for (int64_t i = 0; i < Tq; ++i) {
+          T* row = dQ + i * dq.stride(2);
+          const T* add = part + i * D;
+#pragma omp simd
+          for (int64_t d = 0; d < D; ++d) row[d] += add[d];
+        }
+      }
+    }
+  });
+}
+
 template <typename T>
 void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& q,
                    const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& bias,
                    const AttentionArgs& args) {
-  // TT_EXERCISE_BEGIN(13)
+  // TT_EXERCISE_BEGIN(13, 3)
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t B = q.size(0), Hq = q.size(1), Tq = q.size(2), D = q.size(3);
   const int64_t Hkv = k.size(1), G = Hq / Hkv, Tk = k.size(2), Dv = v.size(3);
@@ -276,22 +321,7 @@ void backward_impl(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
       }
     }
   });
-  if (chunks > 1) {
-    parallel_for(B * Hq, attention_grain(B * Hq, double(chunks) * B * Hq * Tq * D), [&](int64_t begin, int64_t end) {
-      for (int64_t bh = begin; bh < end; ++bh) {
-        T* dQ = at<T>(dq, bh / Hq, bh % Hq);
-        for (int64_t c = 1; c < chunks; ++c) {
-          const T* part = partial_dq.data() + ((c - 1) * B * Hq + bh) * Tq * D;
-          for (int64_t i = 0; i < Tq; ++i) {
-            T* row = dQ + i * dq.stride(2);
-            const T* add = part + i * D;
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) row[d] += add[d];
-          }
-        }
-      }
-    });
-  }
+  if (chunks > 1) add_partial_dq(dq, partial_dq.data(), chunks);
   // TT_EXERCISE_END
 }
 
