@@ -66,13 +66,13 @@ TEST_CASE("GPT positions: the modules and state-dict keys of each choice", "[nn]
     CHECK(std::string(nn::to_string(nn::position_encoding(name))) == name);
 }
 
-TEST_CASE("Sinusoidal GPT adds the fixed table to the token vectors", "[nn][transformer][positions]") {
+TEST_CASE("Sinusoidal GPT adds the fixed table to the token vectors times sqrt(E)", "[nn][transformer][positions]") {
   manual_seed(2102);
   nn::GPT gpt(tiny(nn::PositionEncoding::kSinusoidal));
   gpt.eval();
   NoGradGuard no_grad;
   Tensor ids = tensor({{1, 2, 3, 4, 5}, {10, 0, 7, 7, 7}});
-  Tensor h = gpt.tok_emb->forward(ids) + nn::sinusoidal_positions(5, 16);
+  Tensor h = gpt.tok_emb->forward(ids) * 4.0 + nn::sinusoidal_positions(5, 16);  // sqrt(16) = 4
   for (size_t i = 0; i < gpt.blocks->size(); ++i) h = gpt.blocks->ptr<nn::TransformerBlock>(int64_t(i))->forward(h);
   CHECK_ALLCLOSE(gpt(ids), gpt.head->forward(gpt.ln_f->forward(h)), 1e-5, 1e-6);
 }

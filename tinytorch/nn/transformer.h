@@ -7,8 +7,9 @@
 //
 // Block:  x = x + dropout(attn(ln1(x)));  x = x + dropout(fc2(gelu(fc1(ln2(x)))))
 // GPT:    h = tok_emb(ids) + pos_emb(0..T-1); h = blocks(h); logits = head(ln_f(h))
-//         (positions learned, the default; sinusoidal adds a fixed table instead, and rotary adds
-//         nothing and rotates q and k inside every attention: GPTOptions::positions)
+//         (positions learned, the default; sinusoidal adds a fixed table instead, to token vectors
+//         scaled by sqrt(E); rotary adds nothing and rotates q and k inside every attention:
+//         GPTOptions::positions)
 // Parameter names: ln1, attn.{q,k,v,out}_proj, ln2, fc1, fc2 per block; tok_emb, pos_emb,
 // blocks.N.*, ln_f, head (head.weight is tok_emb.weight when tied: one tensor, listed once by
 // parameters(), saved under both names). Sinusoidal models have a buffer pos_enc.pe instead of
@@ -40,7 +41,8 @@ namespace tt::nn {
 // Where a GPT's tokens learn their positions (Note [GPT positions] in transformer.cpp).
 enum class PositionEncoding {
   kLearned,     // a trained table pos_emb [context_length, E] added to the token vectors (GPT-2)
-  kSinusoidal,  // the fixed sin/cos table of Vaswani et al. (buffer pos_enc.pe) added instead
+  kSinusoidal,  // the fixed sin/cos table of Vaswani et al. (buffer pos_enc.pe) added instead,
+                //   to the token vectors times sqrt(E) (as theirs)
   kRotary,      // nothing added: every attention rotates its q and k (RoPE, LLaMA); no table
 };
 // "learned", "sinusoidal", "rotary".
