@@ -101,7 +101,7 @@ struct MultiHeadAttentionForward {
   bool need_weights = true;  // PyTorch's default; pass false for speed (the fused kernel)
   bool average_attn_weights = true;  // weights averaged over heads: [B, Tq, Tk], else [B, H, Tq, Tk]
   KVCache* kv_cache = nullptr;       // append this call's keys/values and attend to all cached
-  int64_t position_offset = 0;       // rotary only: the first query's position, before the cached length
+  int64_t position_offset = 0;       // rotary only: the first new token sits at offset + cached length
 };
 
 class MultiHeadAttention : public Module {
