@@ -1,11 +1,12 @@
 // The examples' command line: a tiny parser for flags that each take one value (--steps 100),
-// bound to the fields of an options struct, with a generated --help (usage line, description,
-// one line per flag with its default), and run_main, which turns an error during the run into
-// its message and exit status 2.
+// and switches that take none (--qk-norm), bound to the fields of an options struct, with a
+// generated --help (usage line, description, one line per flag with its default), and run_main,
+// which turns an error during the run into its message and exit status 2.
 //
 //   examples::Cli cli("train_mlp", "Trains an MLP on a built-in dataset ...\n");
 //   cli.choice("--data", args.data, {"spirals", "digits"}, "the dataset");
 //   cli.option("--epochs", args.epochs, "N", "passes over the training set");
+//   cli.flag("--verbose", args.verbose, "print more");   // a switch: present = true
 //   cli.parse(argc, argv);   // -h/--help: prints the help, exits 0; a bad command line: exits 2
 //   if (args.epochs < 1) cli.fail("--epochs must be positive");   // the message, the usage, exit 2
 //   return examples::run_main("train_mlp", [&] { return train(args); });
@@ -77,6 +78,16 @@ class Cli {
     return add(flag, metavar, help, value, set, /*choice=*/true);
   }
 
+  // --flag alone (no value): sets `value` to true.
+  Cli& flag(const std::string& flag, bool& value, const std::string& help) {
+    add(flag, "", help, "", [&value](const std::string&) {
+      value = true;
+      return true;
+    });
+    options_.back().is_switch = true;
+    return *this;
+  }
+
   // Reads argv into the bound values; exits on -h/--help (status 0) and on a bad command line (2).
   void parse(int argc, char** argv) const {
     for (int i = 1; i < argc; ++i) {
@@ -84,6 +95,10 @@ class Cli {
       if (flag == "--help" || flag == "-h") usage(0);
       const Option* o = find(flag);
       if (o == nullptr) fail("unknown flag '" + flag + "'");
+      if (o->is_switch) {
+        o->set("");
+        continue;
+      }
       if (i + 1 >= argc) fail(flag + " expects a value (" + o->metavar + ")");
       const std::string value = argv[++i];
       if (!o->set(value)) {
@@ -111,7 +126,7 @@ class Cli {
     const std::string head = "usage: " + program_ + " ";
     std::string text = head, line = head;
     for (const Option& o : options_) {
-      const std::string item = "[" + o.flag + " " + o.metavar + "]";
+      const std::string item = "[" + o.flag + (o.is_switch ? "" : " " + o.metavar) + "]";
       if (line.size() > head.size() && line.size() + item.size() > kWidth) {
         text += "\n" + std::string(head.size(), ' ');
         line = std::string(head.size(), ' ');
@@ -127,11 +142,12 @@ class Cli {
     const std::string help_flag = "-h, --help";
     size_t column = help_flag.size();
     for (const Option& o : options_) column = std::max(column, o.flag.size() + 1 + o.metavar.size());
+    auto name_of = [](const Option& o) { return o.is_switch ? o.flag : o.flag + " " + o.metavar; };
     auto row = [&](const std::string& name, const std::string& what) {
       text += "  " + name + std::string(column - name.size() + 2, ' ') + what + "\n";
     };
     for (const Option& o : options_)
-      row(o.flag + " " + o.metavar, o.default_text.empty() ? o.help : o.help + " (default " + o.default_text + ")");
+      row(name_of(o), o.default_text.empty() ? o.help : o.help + " (default " + o.default_text + ")");
     row(help_flag, "this help");
     return text;
   }
@@ -143,6 +159,7 @@ class Cli {
     std::string flag, metavar, help, default_text;
     std::function<bool(const std::string&)> set;  // false: not a valid value
     bool choice;
+    bool is_switch = false;  // takes no value (flag())
   };
 
   Cli& add(const std::string& flag, const std::string& metavar, const std::string& help,

@@ -7,7 +7,8 @@
 // at least --min-drop (a fraction of the loss before training).
 //
 //   train_char_lm [--text PATH] [--steps N] [--time SECONDS] [--batch-size B] [--context T]
-//                 [--layers N] [--embd E] [--heads H] [--lr LR] [--eval-every N] [--seed S]
+//                 [--layers N] [--embd E] [--heads H] [--positions learned|sinusoidal|rotary]
+//                 [--qk-norm] [--precision fp32|bf16] [--lr LR] [--eval-every N] [--seed S]
 //                 [--prompt TEXT] [--temperature X] [--top-k K] [--sample-length N] [--min-drop F]
 #include <unistd.h>
 
@@ -75,6 +76,7 @@ Args parse(int argc, char** argv) {
   if (a.steps < 1 || a.batch_size < 1 || a.context < 2 || !a.model.positive() || a.eval_every < 1 ||
       a.sample_length < 0 || a.top_k < 0 || !(a.lr > 0) || !(a.temperature > 0) || !(a.time >= 0))
     cli.fail("sizes, --lr and --temperature must be positive");
+  a.model.check(cli);
   if (a.prompt.empty()) cli.fail("--prompt must not be empty");
   return a;
 }

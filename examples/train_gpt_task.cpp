@@ -9,8 +9,9 @@
 // accuracy is below the target (99%) or the reload differs.
 //
 //   train_gpt_task [--task reverse|sort|copy] [--length L] [--steps N] [--batch-size B] [--lr LR]
-//                  [--layers N] [--embd E] [--heads H] [--eval-size N] [--target ACC] [--seed S]
-//                  [--out DIR]
+//                  [--layers N] [--embd E] [--heads H] [--positions learned|sinusoidal|rotary]
+//                  [--qk-norm] [--precision fp32|bf16] [--eval-size N] [--eval-every N] [--target ACC]
+//                  [--seed S] [--out DIR]
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +67,7 @@ Args parse(int argc, char** argv) {
   if (a.length < 1 || a.steps < 1 || a.batch_size < 1 || !a.model.positive() || a.eval_size < 1 || a.eval_every < 1 ||
       !(a.lr > 0))
     cli.fail("sizes, counts and --lr must be positive");
+  a.model.check(cli);
   return a;
 }
 

@@ -50,23 +50,45 @@ inline std::string format(const char* fmt, ...) {
 
 // --- the model ---------------------------------------------------------------------------------
 
-// The size of the GPT both GPT examples train, and its flags (--layers N --embd E --heads H).
+// The GPT both GPT examples train, and its flags: the size (--layers N --embd E --heads H), where
+// positions come from (--positions learned|sinusoidal|rotary, module 14's section 11) and QK-norm
+// (--qk-norm).
 struct GptSize {
   int64_t layers, embd, heads;
+  std::string positions = "learned";
+  bool qk_norm = false;
 
   void add_options(Cli& cli) {
     cli.option("--layers", layers, "N", "transformer blocks");
     cli.option("--embd", embd, "E", "embedding width");
     cli.option("--heads", heads, "H", "attention heads per block");
+    cli.choice("--positions", positions, {"learned", "sinusoidal", "rotary"},
+               "a learned table, a fixed sin/cos one, or RoPE in attention");
+    cli.flag("--qk-norm", qk_norm, "RMSNorm on each head's queries and keys");
   }
   bool positive() const { return layers >= 1 && embd >= 1 && heads >= 1; }
-  tt::nn::GPTOptions options(int64_t vocab_size, int64_t context) const {
-    return tt::nn::GPTOptions(vocab_size, context).n_layer(layers).n_embd(embd).n_head(heads);
+  // Checks what the flags alone cannot (after positive()): rotary needs an even head dim.
+  void check(const Cli& cli) const {
+    if (embd % heads != 0) cli.fail(format("--embd (%lld) must be divisible by --heads (%lld)", (long long)embd,
+                                           (long long)heads));
+    if (positions == "rotary" && (embd / heads) % 2 != 0)
+      cli.fail(format("--positions rotary needs an even head dim, got --embd %lld / --heads %lld = %lld",
+                      (long long)embd, (long long)heads, (long long)(embd / heads)));
   }
-  // "GPT, 2 layers, 4 heads, embedding 64, context 16"
+  tt::nn::GPTOptions options(int64_t vocab_size, int64_t context) const {
+    return tt::nn::GPTOptions(vocab_size, context)
+        .n_layer(layers)
+        .n_embd(embd)
+        .n_head(heads)
+        .positions(tt::nn::position_encoding(positions))
+        .qk_norm(qk_norm);
+  }
+  // "GPT, 2 layers, 4 heads, embedding 64, context 16", then ", rotary positions", ", QK-norm" when
+  // they are not the defaults.
   std::string describe(int64_t context) const {
-    return format("GPT, %lld layers, %lld heads, embedding %lld, context %lld", (long long)layers, (long long)heads,
-                  (long long)embd, (long long)context);
+    return format("GPT, %lld layers, %lld heads, embedding %lld, context %lld%s%s", (long long)layers,
+                  (long long)heads, (long long)embd, (long long)context,
+                  positions == "learned" ? "" : (", " + positions + " positions").c_str(), qk_norm ? ", QK-norm" : "");
   }
 };
 

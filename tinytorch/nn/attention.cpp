@@ -127,6 +127,11 @@ MultiHeadAttention::MultiHeadAttention(int64_t embed_dim_, int64_t num_heads_, c
     q_norm = register_module("q_norm", std::make_shared<RMSNorm>(RMSNormOptions({head_dim})));
     k_norm = register_module("k_norm", std::make_shared<RMSNorm>(RMSNormOptions({head_dim})));
   }
+  if (opts.rotary()) {
+    TT_CHECK_SHAPE(head_dim % 2 == 0, "MultiHeadAttention: rotary positions need an even head dim (embed_dim / ",
+                   "num_heads = ", embed_dim, " / ", num_heads, " = ", head_dim, "): coordinates turn in pairs");
+    rotary = register_module("rotary", std::make_shared<RotaryEmbedding>(RotaryOptions(head_dim)));
+  }
   reset_parameters();
 }
 
@@ -148,6 +153,7 @@ std::string MultiHeadAttention::extra_repr() const {
   if (num_kv_heads != num_heads) os << ", num_kv_heads=" << num_kv_heads;
   if (options.dropout() > 0) os << ", dropout=" << options.dropout();
   if (options.qk_norm()) os << ", qk_norm=True";
+  if (options.rotary()) os << ", rotary=True";
   return os.str();
 }
 
@@ -310,10 +316,33 @@ Tensor merge_heads(const MultiHeadAttention& mha, const Tensor& out, const MhaIn
 
 }  // namespace
 
+// --- rotary positions ----------------------------------------------------------------------------
+
+namespace {
+
+// Note [rotary in attention]
+// With options.rotary(), each head's q and k are rotated for their positions (Note [rotary
+// pairing] in nn/positional.h) after the split into heads and QK-norm, before the scores; v is
+// left alone. This call's queries and keys sit at positions first, first + 1, ..., where first
+// is args.position_offset plus the length of the KV cache, if any: a token decoded with a cache
+// gets the rotation it gets in one full forward, and the keys are cached already rotated, so they
+// are turned once. The scores then depend only on the distance between query and key positions:
+// the same offset added to every position leaves the output unchanged. (Cross-attention counts
+// its keys from `first` too; RoPE is meant for self-attention.)
+void rotate_heads(const MultiHeadAttention& mha, Heads& h, int64_t first) {
+  if (!mha.rotary) return;
+  TT_CHECK(first >= 0, kOp, ": position_offset must be >= 0, got ", first);
+  h.q = mha.rotary->apply(h.q, first);  // [B, H, Tq, D]
+  h.k = mha.rotary->apply(h.k, first);  // [B, Hkv, Tk, D]
+}
+
+}  // namespace
+
 std::pair<Tensor, Tensor> MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                                       const MultiHeadAttentionForward& args) const {
   const MhaInputs in = check_inputs(*this, query, key, value);
   Heads h = project_heads(*this, in, query.is_same(key) && key.is_same(value));
+  rotate_heads(*this, h, args.position_offset + (args.kv_cache ? args.kv_cache->length() : 0));
   const int64_t past = append_to_cache(args.kv_cache, h);
   const Mask mask = build_mask(*this, args, in, h, past);
   const double p = is_training() ? options.dropout() : 0.0;

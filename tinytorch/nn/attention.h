@@ -7,6 +7,9 @@
 //   args.need_weights = false;
 //   auto [y, w] = mha(x, x, x, args);   // x: [B, T, 512] -> y: [B, T, 512], w undefined
 //
+// Options: qk_norm (RMSNorm on each head's q and k) and rotary (RoPE: each head's q and k rotated
+// for their positions, after QK-norm, before the scores; Note [rotary in attention]).
+//
 // Parameters: q_proj [E -> E], k_proj [kdim -> Hkv*D], v_proj [vdim -> Hkv*D], out_proj [E -> E]
 // (each a Linear, D = E / num_heads the head dim), plus q_norm and k_norm (RMSNorm over D) with
 // qk_norm. Self-attention with equal dims runs the three input projections as one GEMM against
@@ -35,6 +38,7 @@
 #include "tinytorch/nn/linear.h"
 #include "tinytorch/nn/module.h"
 #include "tinytorch/nn/normalization.h"
+#include "tinytorch/nn/positional.h"
 
 namespace tt::nn {
 
@@ -70,6 +74,7 @@ struct MultiHeadAttentionOptions {
   MultiHeadAttentionOptions& num_kv_heads(int64_t v) { num_kv_heads_ = v; return *this; }
   MultiHeadAttentionOptions& batch_first(bool v) { batch_first_ = v; return *this; }
   MultiHeadAttentionOptions& qk_norm(bool v) { qk_norm_ = v; return *this; }
+  MultiHeadAttentionOptions& rotary(bool v) { rotary_ = v; return *this; }
   bool bias() const { return bias_; }
   double dropout() const { return dropout_; }
   int64_t kdim() const { return kdim_; }              // 0: embed_dim
@@ -77,6 +82,7 @@ struct MultiHeadAttentionOptions {
   int64_t num_kv_heads() const { return num_kv_heads_; }  // 0: num_heads
   bool batch_first() const { return batch_first_; }
   bool qk_norm() const { return qk_norm_; }
+  bool rotary() const { return rotary_; }
 
  private:
   bool bias_ = true;
@@ -84,6 +90,7 @@ struct MultiHeadAttentionOptions {
   int64_t kdim_ = 0, vdim_ = 0, num_kv_heads_ = 0;
   bool batch_first_ = true;  // [B, T, E]; false: [T, B, E] as PyTorch's default
   bool qk_norm_ = false;     // RMSNorm over the head dim on q and k (learned weight [D] each)
+  bool rotary_ = false;      // RoPE on q and k (base 10000; the head dim must be even); no parameters
 };
 
 // What one forward call may add besides query, key and value.
@@ -94,12 +101,13 @@ struct MultiHeadAttentionForward {
   bool need_weights = true;  // PyTorch's default; pass false for speed (the fused kernel)
   bool average_attn_weights = true;  // weights averaged over heads: [B, Tq, Tk], else [B, H, Tq, Tk]
   KVCache* kv_cache = nullptr;       // append this call's keys/values and attend to all cached
+  int64_t position_offset = 0;       // rotary only: the first new token sits at offset + cached length
 };
 
 class MultiHeadAttention : public Module {
  public:
   // Throws tt::Error when embed_dim is not divisible by num_heads, num_heads by num_kv_heads,
-  // or a size is not positive, or dropout is outside [0, 1).
+  // or a size is not positive, or dropout is outside [0, 1), or rotary is asked for with an odd head dim.
   MultiHeadAttention(int64_t embed_dim, int64_t num_heads,
                      const MultiHeadAttentionOptions& options = MultiHeadAttentionOptions());
   // query: [B, Tq, E], key: [B, Tk, kdim], value: [B, Tk, vdim] (batch_first; [T, B, *] otherwise;
@@ -120,6 +128,7 @@ class MultiHeadAttention : public Module {
   MultiHeadAttentionOptions options;
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
   std::shared_ptr<RMSNorm> q_norm, k_norm;  // null without qk_norm
+  std::shared_ptr<RotaryEmbedding> rotary;  // null without rotary
 };
 
 }  // namespace tt::nn

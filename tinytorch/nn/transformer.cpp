@@ -19,6 +19,24 @@
 
 namespace tt::nn {
 
+// --- positions -------------------------------------------------------------------------------
+
+const char* to_string(PositionEncoding p) {
+  switch (p) {
+    case PositionEncoding::kLearned: return "learned";
+    case PositionEncoding::kSinusoidal: return "sinusoidal";
+    case PositionEncoding::kRotary: return "rotary";
+  }
+  return "?";
+}
+
+PositionEncoding position_encoding(const std::string& name) {
+  for (PositionEncoding p : {PositionEncoding::kLearned, PositionEncoding::kSinusoidal, PositionEncoding::kRotary})
+    if (name == to_string(p)) return p;
+  TT_CHECK(false, "nn::position_encoding: expected learned, sinusoidal or rotary, got '", name, "'");
+  return PositionEncoding::kLearned;  // not reached
+}
+
 // --- TransformerBlock ------------------------------------------------------------------------
 
 TransformerBlock::TransformerBlock(int64_t embed_dim, int64_t num_heads, const TransformerBlockOptions& options)
@@ -35,7 +53,8 @@ TransformerBlock::TransformerBlock(int64_t embed_dim, int64_t num_heads, const T
                                                                           .bias(options.bias())
                                                                           .dropout(options.dropout())
                                                                           .num_kv_heads(options.num_kv_heads())
-                                                                          .qk_norm(options.qk_norm())));
+                                                                          .qk_norm(options.qk_norm())
+                                                                          .rotary(options.rotary())));
   ln2 = register_module("ln2", std::make_shared<LayerNorm>(norm));
   int64_t hidden = options.mlp_ratio() * embed_dim;
   fc1 = register_module("fc1", std::make_shared<Linear>(LinearOptions(embed_dim, hidden).bias(options.bias())));
@@ -102,8 +121,25 @@ GPT::GPT(const GPTOptions& options) : options(options) {
   TT_CHECK(o.n_embd() % o.n_head() == 0, "nn::GPT: n_embd must be divisible by n_head, got ", o.n_embd(), " and ",
            o.n_head());
   TT_CHECK(o.dropout() >= 0.0 && o.dropout() < 1.0, "nn::GPT: dropout must be in [0, 1), got ", o.dropout());
+  const bool rotary = o.positions() == PositionEncoding::kRotary;
+  TT_CHECK_SHAPE(!rotary || (o.n_embd() / o.n_head()) % 2 == 0,
+                 "nn::GPT: rotary positions need an even head dim (n_embd / n_head = ", o.n_embd(), " / ", o.n_head(),
+                 " = ", o.n_embd() / o.n_head(), "): RoPE turns the coordinates in pairs");
   tok_emb = register_module("tok_emb", std::make_shared<Embedding>(o.vocab_size(), o.n_embd()));
-  pos_emb = register_module("pos_emb", std::make_shared<Embedding>(o.context_length(), o.n_embd()));
+  // Note [GPT positions]: learned (GPT-2) adds a trained row per position to the token vectors;
+  // sinusoidal adds the fixed table of Vaswani et al. (a buffer: saved, never trained); rotary adds
+  // nothing to the stream and rotates q and k in every attention instead (Note [rotary in
+  // attention] in nn/attention.cpp), so attention sees only distances between positions.
+  // Sinusoidal also multiplies the token vectors by sqrt(E), as Vaswani et al. do: the table's
+  // entries are sines and cosines of size 1, the token vectors start at std 0.02 (Note [GPT
+  // init]), and added as they are the stream is almost all position. Measured on module 14's
+  // reversal task (its walkthrough, section 11): without the factor the loss stayed at ln 10 for
+  // 300 steps; with it the model learns the task.
+  if (o.positions() == PositionEncoding::kLearned)
+    pos_emb = register_module("pos_emb", std::make_shared<Embedding>(o.context_length(), o.n_embd()));
+  if (o.positions() == PositionEncoding::kSinusoidal)
+    pos_enc = register_module("pos_enc",
+                              std::make_shared<SinusoidalPositionalEncoding>(o.context_length(), o.n_embd()));
   drop = register_module("drop", std::make_shared<Dropout>(o.dropout()));
   blocks = register_module("blocks", std::make_shared<ModuleList>());
   TransformerBlockOptions block_options = TransformerBlockOptions()
@@ -111,7 +147,8 @@ GPT::GPT(const GPTOptions& options) : options(options) {
                                               .dropout(o.dropout())
                                               .bias(o.bias())
                                               .num_kv_heads(o.n_kv_head())
-                                              .qk_norm(o.qk_norm());
+                                              .qk_norm(o.qk_norm())
+                                              .rotary(rotary);
   for (int64_t i = 0; i < o.n_layer(); ++i)
     blocks->push_back(std::make_shared<TransformerBlock>(o.n_embd(), o.n_head(), block_options));
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(LayerNormOptions({o.n_embd()}).bias(o.bias())));
@@ -134,11 +171,19 @@ void check_ids(const Tensor& ids, const char* who) {
                  ": ids must be [B, T] with B, T > 0, got ", ids.shape());
 }
 
-// Token plus position embeddings of ids [B, T] at positions offset .. offset + T - 1: [B, T, E].
+// Token plus position embeddings of ids [B, T] at positions offset .. offset + T - 1: [B, T, E]
+// (Note [GPT positions]: rotary adds none here, its attention layers count from the cache length;
+// sinusoidal scales the token vectors by sqrt(E) first).
 Tensor embed(const GPT& gpt, const Tensor& ids, int64_t offset) {
   int64_t T = ids.size(1);
-  Tensor positions = arange(offset, offset + T, 1, TensorOptions().dtype(kInt64).device(ids.device()));
-  return gpt.drop->forward(gpt.tok_emb->forward(ids) + gpt.pos_emb->forward(positions));
+  Tensor h = gpt.tok_emb->forward(ids);
+  if (gpt.pos_emb) {
+    Tensor positions = arange(offset, offset + T, 1, TensorOptions().dtype(kInt64).device(ids.device()));
+    h = h + gpt.pos_emb->forward(positions);
+  } else if (gpt.pos_enc) {  // sqrt(E) tok_emb(ids) + pe[offset : offset + T] (Note [GPT positions])
+    h = gpt.pos_enc->forward(h * std::sqrt(double(gpt.options.n_embd())), offset);
+  }
+  return gpt.drop->forward(h);
 }
 
 // Final norm and head: h [B, T, E] -> logits [B, T, V].
@@ -280,7 +325,9 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, const GenerateOp
       // Note [sliding window]: positions are absolute (learned pos_emb), so once the sequence
       // outgrows the context every cached key sits at the wrong position: clear the caches and
       // run the last ctx tokens again. From here on each token costs a full window, as without
-      // a cache, and the logits stay those of forward(window(seq)).
+      // a cache, and the logits stay those of forward(window(seq)). Rotary positions are
+      // relative and could keep their rotated keys, but a KVCache cannot drop its oldest
+      // entry, so they take the same path (and give the same tokens as without a cache).
       for (KVCache& c : caches) c.clear();
       logits = last(forward_cached(window(seq), caches));
     }

@@ -7,9 +7,15 @@
 //
 // Block:  x = x + dropout(attn(ln1(x)));  x = x + dropout(fc2(gelu(fc1(ln2(x)))))
 // GPT:    h = tok_emb(ids) + pos_emb(0..T-1); h = blocks(h); logits = head(ln_f(h))
+//         (positions learned, the default; sinusoidal adds a fixed table instead, to token vectors
+//         scaled by sqrt(E); rotary adds nothing and rotates q and k inside every attention:
+//         GPTOptions::positions)
 // Parameter names: ln1, attn.{q,k,v,out}_proj, ln2, fc1, fc2 per block; tok_emb, pos_emb,
 // blocks.N.*, ln_f, head (head.weight is tok_emb.weight when tied: one tensor, listed once by
-// parameters(), saved under both names).
+// parameters(), saved under both names). Sinusoidal models have a buffer pos_enc.pe instead of
+// pos_emb.weight, rotary models neither; qk_norm adds attn.q_norm.weight and attn.k_norm.weight.
+// A checkpoint therefore loads only into a model built with the same positions and qk_norm
+// (load_state_dict names the missing and unexpected keys).
 // Init as GPT-2: Linear weights and embeddings ~ N(0, 0.02), biases 0, and the two projections
 // into the residual stream (attn.out_proj, fc2) ~ N(0, 0.02 / sqrt(2 * n_layer)).
 #pragma once
@@ -17,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tinytorch/core/generator.h"
@@ -27,8 +34,21 @@
 #include "tinytorch/nn/linear.h"
 #include "tinytorch/nn/module.h"
 #include "tinytorch/nn/normalization.h"
+#include "tinytorch/nn/positional.h"
 
 namespace tt::nn {
+
+// Where a GPT's tokens learn their positions (Note [GPT positions] in transformer.cpp).
+enum class PositionEncoding {
+  kLearned,     // a trained table pos_emb [context_length, E] added to the token vectors (GPT-2)
+  kSinusoidal,  // the fixed sin/cos table of Vaswani et al. (buffer pos_enc.pe) added instead,
+                //   to the token vectors times sqrt(E) (as theirs)
+  kRotary,      // nothing added: every attention rotates its q and k (RoPE, LLaMA); no table
+};
+// "learned", "sinusoidal", "rotary".
+const char* to_string(PositionEncoding p);
+// The inverse of to_string; throws tt::Error naming the three choices for any other name.
+PositionEncoding position_encoding(const std::string& name);
 
 struct TransformerBlockOptions {
   TransformerBlockOptions& mlp_ratio(int64_t v) { mlp_ratio_ = v; return *this; }
@@ -36,12 +56,14 @@ struct TransformerBlockOptions {
   TransformerBlockOptions& bias(bool v) { bias_ = v; return *this; }
   TransformerBlockOptions& num_kv_heads(int64_t v) { num_kv_heads_ = v; return *this; }
   TransformerBlockOptions& qk_norm(bool v) { qk_norm_ = v; return *this; }
+  TransformerBlockOptions& rotary(bool v) { rotary_ = v; return *this; }
   TransformerBlockOptions& norm_eps(double v) { norm_eps_ = v; return *this; }
   int64_t mlp_ratio() const { return mlp_ratio_; }
   double dropout() const { return dropout_; }
   bool bias() const { return bias_; }
   int64_t num_kv_heads() const { return num_kv_heads_; }
   bool qk_norm() const { return qk_norm_; }
+  bool rotary() const { return rotary_; }
   double norm_eps() const { return norm_eps_; }
 
  private:
@@ -49,7 +71,8 @@ struct TransformerBlockOptions {
   double dropout_ = 0.0;   // on the attention weights and after each residual branch
   bool bias_ = true;       // in every Linear and LayerNorm
   int64_t num_kv_heads_ = 0;
-  bool qk_norm_ = false;
+  bool qk_norm_ = false;   // RMSNorm on each head's q and k (MultiHeadAttentionOptions::qk_norm)
+  bool rotary_ = false;    // RoPE on q and k; the head dim must be even
   double norm_eps_ = 1e-5;
 };
 
@@ -97,6 +120,7 @@ struct GPTOptions {
   GPTOptions& bias(bool v) { bias_ = v; return *this; }
   GPTOptions& tie_weights(bool v) { tie_weights_ = v; return *this; }
   GPTOptions& qk_norm(bool v) { qk_norm_ = v; return *this; }
+  GPTOptions& positions(PositionEncoding v) { positions_ = v; return *this; }
   int64_t vocab_size() const { return vocab_size_; }
   int64_t context_length() const { return context_length_; }
   int64_t n_layer() const { return n_layer_; }
@@ -108,12 +132,14 @@ struct GPTOptions {
   bool bias() const { return bias_; }
   bool tie_weights() const { return tie_weights_; }
   bool qk_norm() const { return qk_norm_; }
+  PositionEncoding positions() const { return positions_; }
 
  private:
   int64_t vocab_size_, context_length_;
   int64_t n_layer_ = 4, n_embd_ = 128, n_head_ = 4, n_kv_head_ = 0, mlp_ratio_ = 4;
   double dropout_ = 0.0;
   bool bias_ = true, tie_weights_ = true, qk_norm_ = false;
+  PositionEncoding positions_ = PositionEncoding::kLearned;  // rotary needs an even n_embd / n_head
 };
 
 struct GenerateOptions {
@@ -138,6 +164,8 @@ struct GenerateOptions {
 
 class GPT : public Module {
  public:
+  // Throws tt::Error for sizes that are not positive, n_embd not divisible by n_head, dropout
+  // outside [0, 1), and rotary positions with an odd head dim n_embd / n_head.
   explicit GPT(const GPTOptions& options);
   // ids: int64 [B, T], T <= context_length -> logits [B, T, vocab_size]. Causal.
   Tensor forward(const Tensor& ids) const;
@@ -162,7 +190,9 @@ class GPT : public Module {
   Tensor forward_cached(const Tensor& ids, std::vector<KVCache>& caches) const;
 
   GPTOptions options;
-  std::shared_ptr<Embedding> tok_emb, pos_emb;
+  std::shared_ptr<Embedding> tok_emb;
+  std::shared_ptr<Embedding> pos_emb;                    // learned positions only, else null
+  std::shared_ptr<SinusoidalPositionalEncoding> pos_enc;  // sinusoidal positions only, else null
   std::shared_ptr<ModuleList> blocks;
   std::shared_ptr<LayerNorm> ln_f;
   std::shared_ptr<Linear> head;
