@@ -428,8 +428,11 @@ def short_name(case_name):
 
 
 def suite_state(cases):
+    """What `tt status` records of one run: passed, failed, or "no tests" when nothing ran."""
     failed = sum(c.state == "failed" for c in cases)
-    return {"state": "failed" if failed else "passed", "failed": failed, "total": len(cases),
+    skipped = sum(c.state == "skipped" for c in cases)
+    state = "no tests" if not cases else "failed" if failed else "passed"
+    return {"state": state, "failed": failed, "skipped": skipped, "total": len(cases),
             "time": datetime.datetime.now().isoformat(timespec="seconds")}
 
 
@@ -488,13 +491,40 @@ def plural(n, word):
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def summary(root, copy, module, junit, out=None):
+# The stub text of copies made before stubs named themselves: they cannot be told apart from the
+# learner's own errors, so the summary asks for a fresh copy.
+OLD_STUB = "exercise {module}: implement this"
+
+
+def old_style_copy(copy, module):
+    """The first file of the copy that still holds a stub of the old kind, or None."""
+    key = OLD_STUB.format(module=module)
+    for top in ("tinytorch",):
+        for dirpath, _, filenames in os.walk(os.path.join(copy, top)):
+            for name in sorted(filenames):
+                if name.endswith(SOURCE_EXTENSIONS):
+                    path = os.path.join(dirpath, name)
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        if key in f.read():
+                            return os.path.relpath(path, copy)
+    return None
+
+
+def summary(root, copy, module, junit, out=None, record_state=True):
     """Prints, after a run of module NN's suite on the copy: each failing case and what stopped
     it, the full output of the cases that failed in the learner's code, then one summary line and
-    the next region to write. Records the state for `tt status`. Returns 0 when all passed."""
+    the next region to write. Records the state for `tt status` unless `record_state` is false (a
+    run filtered by CTest arguments says nothing about the whole suite). Returns 0 when all
+    passed."""
     out = out or sys.stdout
     cases = read_junit(junit)
-    write_json(os.path.join(copy, "last-run.json"), suite_state(cases))
+    if record_state:
+        write_json(os.path.join(copy, "last-run.json"), suite_state(cases))
+    old = old_style_copy(copy, module)
+    if old:
+        print(f"tt: exercises/{module} was made by an older tools/tt: its stubs (e.g. in {old}) do not say which "
+              f"function they stand for, so failures cannot be sorted. Save what you wrote, then run "
+              f"tools/tt exercise {module} --reset for a copy whose stubs name themselves.", file=out)
     regions = module_regions(root, module)
     blocked, own = classify(cases, module, regions)
     failed = [c for c in cases if c.state == "failed"]
@@ -516,9 +546,13 @@ def summary(root, copy, module, junit, out=None):
         parts.append(f"{len(own)} failed in your code: {names}")
     print("", file=out)
     passed = sum(c.state == "passed" for c in cases)
+    skipped = sum(c.state == "skipped" for c in cases)
+    if skipped:
+        parts.append(f"{plural(skipped, 'case')} skipped (they need a GPU)" if module == "09"
+                     else f"{plural(skipped, 'case')} skipped")
     if not cases:
         print("tt: no test case ran (see the log)", file=out)
-    elif parts:
+    elif failed or skipped:
         print(f"Summary: {passed} of {len(cases)} cases passed; " + "; ".join(parts) + ".", file=out)
     else:
         print(f"Summary: all {len(cases)} cases passed.", file=out)
@@ -530,7 +564,7 @@ def summary(root, copy, module, junit, out=None):
               f"`{r.function}` at {rel_copy}/{r.rel}:{line} (library: {r.location}).", file=out)
     elif cases and not failed:
         print(f"Every region of module {module} is written and the suite passes: module {module} done.", file=out)
-    else:
+    elif cases:
         print("Every stub is replaced; fix the cases above that failed in your code.", file=out)
     return 1 if failed or not cases else 0
 
@@ -570,8 +604,11 @@ def front_matter(readme):
 def describe_state(state):
     if not state:
         return "never run"
+    if state.get("state") == "no tests":
+        return "no tests ran"
     if state.get("state") == "passed":
-        return f"passed ({state.get('total', '?')})"
+        skipped = state.get("skipped", 0)
+        return f"passed ({state.get('total', '?')}" + (f", {skipped} skipped)" if skipped else ")")
     if state.get("state") == "build failed":
         return "build failed"
     return f"failed {state.get('failed', '?')} of {state.get('total', '?')}"
@@ -641,6 +678,7 @@ def main(argv):
     p.add_argument("copy")
     p.add_argument("module")
     p.add_argument("junit")
+    p.add_argument("--no-record", action="store_true", help="do not record the state for `tt status`")
     p = sub.add_parser("record", help="record each module suite's state from a CTest JUnit file")
     p.add_argument("junit")
     p.add_argument("status_dir")
@@ -657,7 +695,7 @@ def main(argv):
         elif args.command == "make":
             make(args.root, args.dest, module, args.only)
         elif args.command == "summary":
-            return summary(args.root, args.copy, module, args.junit)
+            return summary(args.root, args.copy, module, args.junit, record_state=not args.no_record)
         elif args.command == "record":
             record(args.junit, args.status_dir)
         else:

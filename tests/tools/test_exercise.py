@@ -250,6 +250,24 @@ class Summary(FixtureTest):
         self.assertIn("Summary: all 1 cases passed.", out)
         self.assertIn("2 stubs of 3 still to write. Next: step 2, `Linear::forward`", out)
 
+    def test_empty_filtered_and_skipped_runs(self):
+        rc, out, _ = self.run_main("summary", self.root, self.copy, "05", self.write_run([]))
+        self.assertEqual(rc, 1)
+        self.assertIn("no test case ran", out)
+        self.assertEqual(json.loads(read(self.copy, "last-run.json"))["state"], "no tests")
+        # a run narrowed by CTest arguments is summarized, not recorded
+        path = self.write_run([("test_05_layers:a", "run", ""), ("test_05_layers:b", "notrun", "")])
+        rc, out, _ = self.run_main("summary", self.root, self.copy, "05", path, "--no-record")
+        self.assertEqual(rc, 0)
+        self.assertIn("Summary: 1 of 2 cases passed; 1 case skipped.", out)
+        self.assertEqual(json.loads(read(self.copy, "last-run.json"))["state"], "no tests")
+
+    def test_a_copy_with_old_stubs_is_told_to_reset(self):
+        write(self.copy, "tinytorch/nn/old.cpp", 'throw ::tt::Error("exercise 05: implement this (see x)");\n')
+        rc, out, _ = self.run_main("summary", self.root, self.copy, "05", self.write_run([]))
+        self.assertIn("made by an older tools/tt", out)
+        self.assertIn("tools/tt exercise 05 --reset", out)
+
     def test_status(self):
         build = os.path.join(self.tmp.name, "build")
         status_dir = os.path.join(build, "tt-status")
