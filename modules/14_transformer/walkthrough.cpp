@@ -770,6 +770,17 @@ void step_9_kv_cache() {
 
 // -----------------------------------------------------------------------------------------------
 
+// The four ways of giving the GPT positions that sections 10 and 11 compare.
+struct PositionVariant {
+  const char* name;
+  nn::PositionEncoding positions;
+  bool qk_norm;
+};
+const std::vector<PositionVariant> kPositionVariants = {{"learned", nn::PositionEncoding::kLearned, false},
+                                                        {"sinusoidal", nn::PositionEncoding::kSinusoidal, false},
+                                                        {"rotary", nn::PositionEncoding::kRotary, false},
+                                                        {"rotary + QK-norm", nn::PositionEncoding::kRotary, true}};
+
 // The milestone's GPT (section 4's options) with the given positions and QK-norm (and context).
 nn::GPTOptions milestone_options(nn::PositionEncoding positions, bool qk_norm, int64_t context = 16) {
   return nn::GPTOptions(11, context).n_layer(2).n_embd(64).n_head(4).positions(positions).qk_norm(qk_norm);
@@ -799,16 +810,7 @@ void step_10_positions() {
       "[D] each), before the rotation. The four models compared in section 11:");
   RUN(nn::GPT rotary(milestone_options(nn::PositionEncoding::kRotary, false)));
   std::cout << ">>> for each: the parameters, and what its state dict holds for positions\n";
-  struct Variant {
-    const char* name;
-    nn::PositionEncoding positions;
-    bool qk_norm;
-  };
-  const std::vector<Variant> variants = {{"learned", nn::PositionEncoding::kLearned, false},
-                                         {"sinusoidal", nn::PositionEncoding::kSinusoidal, false},
-                                         {"rotary", nn::PositionEncoding::kRotary, false},
-                                         {"rotary + QK-norm", nn::PositionEncoding::kRotary, true}};
-  for (const Variant& v : variants) {
+  for (const PositionVariant& v : kPositionVariants) {
     nn::GPT m(milestone_options(v.positions, v.qk_norm));
     nn::StateDict sd = m.state_dict();
     std::string held = sd.contains("pos_emb.weight") ? "pos_emb.weight [16, 64], trained"
@@ -939,21 +941,12 @@ void step_11_positions_compared() {
   say("The milestone's recipe (section 7: seed 0, the same batches, AdamW at 3e-3, cosine over 300\n"
       "steps of 64 rows) with each choice of positions. Held-out exact-sequence accuracy every 50\n"
       "steps, then the end of each run (1,000 held-out rows; loss: the mean of the last 25 steps):");
-  struct Variant {
-    const char* name;
-    nn::PositionEncoding positions;
-    bool qk_norm;
-  };
-  const std::vector<Variant> variants = {{"learned", nn::PositionEncoding::kLearned, false},
-                                         {"sinusoidal", nn::PositionEncoding::kSinusoidal, false},
-                                         {"rotary", nn::PositionEncoding::kRotary, false},
-                                         {"rotary + QK-norm", nn::PositionEncoding::kRotary, true}};
   const int64_t steps = 300;
   // Learned is section 7's milestone itself (the same seed, batches and recipe): not trained again.
   std::vector<PositionsRun> runs(1);
   runs[0].record = milestone().record;
-  for (size_t r = 1; r < variants.size(); ++r)
-    runs.push_back(train_positions(variants[r].positions, variants[r].qk_norm, steps));
+  for (size_t r = 1; r < kPositionVariants.size(); ++r)
+    runs.push_back(train_positions(kPositionVariants[r].positions, kPositionVariants[r].qk_norm, steps));
   std::cout << ">>> train_positions(positions, qk_norm, 300 steps)   (in this file; learned: section 7's run)\n"
             << "    step   learned   sinusoidal     rotary   rotary + QK-norm\n";
   for (size_t i = 0; i < runs[0].record.exact_every_50.size(); ++i) {
@@ -966,7 +959,8 @@ void step_11_positions_compared() {
             << tt::get_num_threads() << " threads)\n";
   for (size_t r = 0; r < runs.size(); ++r) {
     const TrainingRecord& rec = runs[r].record;
-    std::cout << "    " << variants[r].name << std::string(18 - std::string(variants[r].name).size(), ' ')
+    const std::string name = kPositionVariants[r].name;
+    std::cout << "    " << name << std::string(18 - name.size(), ' ')
               << fmt("%11.4f", rec.first_loss) << fmt("%13.4f", rec.last_loss) << fmt("%11.1f%%", 100 * rec.token_acc)
               << fmt("%11.1f%%", 100 * rec.exact_acc)
               << (r == 0 ? std::string("   (section 7)") : fmt("%9.1f s", runs[r].seconds)) << "\n";
@@ -996,7 +990,8 @@ void step_11_positions_compared() {
       data::SequenceBatch rows = longer_task.held_out(1000);
       std::cout << "    " << fmt("%6.0f", double(digits));
       for (size_t r = 1; r < runs.size(); ++r) {
-        nn::GPT longer(milestone_options(variants[r].positions, variants[r].qk_norm, 2 * digits));
+        const PositionVariant& v = kPositionVariants[r];
+        nn::GPT longer(milestone_options(v.positions, v.qk_norm, 2 * digits));
         nn::StateDict sd = runs[r].gpt->state_dict();
         nn::StateDict kept;
         for (const auto& [key, t] : sd)
