@@ -12,7 +12,9 @@
 # spaces ignored) must appear as a whole line in the walkthrough's stdout when it runs with those
 # settings and arguments. Blocks with the same ARGS share one run, so a README with blocks for
 # three steps runs its walkthrough at most three times. OMP_WAIT_POLICY is passive unless a block
-# sets it: a spinning OpenMP pool makes a walkthrough many times slower on a busy machine.
+# sets it: a spinning OpenMP pool makes a walkthrough many times slower on a busy machine. And
+# OMP_NUM_THREADS is 2 unless a block sets it, so that a check gives the same answer on any
+# machine, busy or idle (a walkthrough would otherwise take the cores it finds idle).
 #
 # A line that is missing fails the test with its README line and, when some output line begins the
 # same way, the output lines that come closest (the longest common beginning), e.g.
@@ -194,7 +196,7 @@ foreach(g RANGE ${last_group})
   endif()
   tt_readme_restore(args "${args}")
   separate_arguments(words UNIX_COMMAND "${args}")
-  set(env "OMP_WAIT_POLICY=passive")
+  set(env "OMP_WAIT_POLICY=passive" "OMP_NUM_THREADS=2")  # the block's own settings come after and win
   set(argv "")
   set(settings "")
   foreach(word IN LISTS words)

@@ -277,7 +277,7 @@ int train(const Args& args) {
 }
 
 int main(int argc, char** argv) {
-  tt::relaunch_with_runtime_env(argv);  // OpenBLAS's kernels, passive waiting (Note [threading policy])
+  tt::relaunch_with_runtime_env(argv);  // OpenBLAS's kernels; a busy machine shared (Note [threading policy])
   const Args args = parse(argc, argv);
   // A tt::Error (an unreadable --text, say) ends the run with its message and status 2.
   return examples::run_main("train_char_lm", [&] { return train(args); });

@@ -190,9 +190,10 @@ inline void print_usage(const Walkthrough& w, std::ostream& os) {
 // and exit code 1 (run_guarded); a wrong argument or an unknown step gets exit code 2. Each step
 // starts with std::cout formatted as begin left it.
 inline int run_walkthrough(int argc, char** argv, const Walkthrough& w) {
-  // First, before any thread starts: OpenBLAS's proper kernels, and idle OpenMP threads that sleep
-  // rather than spin, so that a walkthrough on a busy machine is not many times slower than it should
-  // be and its timings mean something (Note [threading policy] in tinytorch/core/threads.cpp).
+  // First, before any thread starts: OpenBLAS's proper kernels, idle OpenMP threads that sleep
+  // rather than spin, and on a busy machine only the idle cores, so that a walkthrough there is not
+  // many times slower than it should be and its timings mean something (Note [threading policy] in
+  // tinytorch/core/threads.cpp). The timings it prints state the thread count.
   tt::relaunch_with_runtime_env(argv);
   std::vector<bool> chosen(w.steps.size(), false);
   bool list = false;

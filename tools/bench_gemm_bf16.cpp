@@ -106,7 +106,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   // OpenBLAS's proper kernels; OpenMP's own wait policy, as PyTorch runs (Note [threading policy])
-  tt::relaunch_with_runtime_env(argv, tt::WaitPolicy::OpenMPDefault);
+  tt::relaunch_with_runtime_env(argv, tt::RuntimePolicy::OpenMPDefault);
   int threads = 2, rounds = 7;
   double min_ms = 30.0;
   bool quick = false;

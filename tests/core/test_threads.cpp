@@ -171,8 +171,19 @@ TEST_CASE("relaunch_with_runtime_env does nothing without argv or when told not 
   relaunch_with_runtime_env(argv);  // returns even where the kernels fall short and no policy is set
   ::unsetenv("TT_NO_RELAUNCH");
   // Nothing to fix: OpenMP's default asked for, and kernels that match the CPU.
-  if (cpu::blas_core_advice_here().coretype.empty()) relaunch_with_runtime_env(argv, WaitPolicy::OpenMPDefault);
+  if (cpu::blas_core_advice_here().coretype.empty()) relaunch_with_runtime_env(argv, RuntimePolicy::OpenMPDefault);
   SUCCEED("still running");
+}
+
+TEST_CASE("threads_for_load leaves the cores the load takes", "[core][threads]") {
+  using detail::threads_for_load;
+  CHECK(threads_for_load(2, 0.0) == 0);   // idle: keep OpenMP's default
+  CHECK(threads_for_load(2, 0.99) == 0);  // no whole core taken
+  CHECK(threads_for_load(2, 1.0) == 1);
+  CHECK(threads_for_load(2, 3.7) == 1);   // never fewer than one
+  CHECK(threads_for_load(16, 4.3) == 12);
+  CHECK(threads_for_load(16, 16.0) == 1);
+  CHECK(threads_for_load(0, 5.0) == 0);   // no cores reported: keep the default
 }
 
 TEST_CASE("busy_machine_advice warns only when the machine is busy and nobody chose", "[core][threads]") {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <string>
 
 #include "tinytorch/backend/cpu/blas_info.h"
 #include "tinytorch/backend/cpu/cpu_features.h"
@@ -127,12 +128,25 @@ std::string config_report() {
   return os.str();
 }
 
-void relaunch_with_runtime_env(char** argv, WaitPolicy wait) {
+void relaunch_with_runtime_env(char** argv, RuntimePolicy policy) {
   if (argv == nullptr || argv[0] == nullptr || std::getenv("TT_NO_RELAUNCH") != nullptr) return;
   // Every variable is set before the exec, so the new process (which has them) never relaunches.
   bool changed = false;
-  if (wait == WaitPolicy::Passive && !detail::wait_policy_chosen()) {
+  if (policy == RuntimePolicy::SharedMachine && !detail::wait_policy_chosen()) {
     changed = setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
+  }
+  double load[1] = {0.0};
+  if (policy == RuntimePolicy::SharedMachine && std::getenv("OMP_NUM_THREADS") == nullptr &&
+      getloadavg(load, 1) == 1) {
+    const int cores = omp_get_num_procs();
+    const int threads = detail::threads_for_load(cores, load[0]);
+    if (threads > 0 && threads < cores && setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1) == 0) {
+      std::fprintf(stderr,
+                   "tinytorch: this machine is busy (load average %.1f on %d cores): running on %d thread%s "
+                   "(OMP_NUM_THREADS chooses)\n",
+                   load[0], cores, threads, threads == 1 ? "" : "s");
+      changed = true;
+    }
   }
   const cpu::BlasCoreAdvice advice = cpu::blas_core_advice_here();
   if (!advice.coretype.empty() && setenv("OPENBLAS_CORETYPE", advice.coretype.c_str(), 1) == 0) {

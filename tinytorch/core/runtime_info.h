@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "tinytorch/core/wait_policy.h"
+#include "tinytorch/core/runtime_policy.h"
 
 namespace tt {
 
@@ -18,12 +18,14 @@ std::string config_report();
 // Call it first thing in main, before any thread starts. Sets, where the environment says nothing,
 // what OpenMP and OpenBLAS read only when they load (Note [threading policy] in core/threads.cpp):
 //   - OPENBLAS_CORETYPE, when OpenBLAS picked kernels below what the CPU runs (says so on stderr);
-//   - OMP_WAIT_POLICY=passive, when `wait` is WaitPolicy::Passive and neither OMP_WAIT_POLICY nor
-//     GOMP_SPINCOUNT is set: idle threads then sleep instead of spinning on cores a busy machine
-//     needs elsewhere (silently; tt doctor shows it).
+//   - with RuntimePolicy::SharedMachine: OMP_WAIT_POLICY=passive, unless OMP_WAIT_POLICY or
+//     GOMP_SPINCOUNT is set, so that idle threads sleep instead of spinning on cores a busy machine
+//     needs elsewhere (silently; tt doctor shows it); and, when the machine is busy (a 1-minute
+//     load average of 1 or more) and OMP_NUM_THREADS is unset, OMP_NUM_THREADS = the cores the
+//     load leaves idle, at least 1 (says so on stderr);
 // and then re-executes this program (/proc/self/exe with argv) once, so that the new process
 // loads them with these settings. Returns (does nothing) when there is nothing to set, when
 // TT_NO_RELAUNCH is set, or when the exec fails (the program then goes on as it was).
-void relaunch_with_runtime_env(char** argv, WaitPolicy wait = WaitPolicy::Passive);
+void relaunch_with_runtime_env(char** argv, RuntimePolicy policy = RuntimePolicy::SharedMachine);
 
 }  // namespace tt

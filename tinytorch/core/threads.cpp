@@ -51,20 +51,33 @@
 // Waiting. After a parallel region libgomp's idle threads spin before they sleep (with
 // OMP_WAIT_POLICY unset: 300,000 pause loops, milliseconds), so the next region starts without a
 // wake-up. On an idle machine that is cheap; on a busy one the spinning threads take cores that a
-// thread of the same region, or another program, needs, and every region waits for a thread
-// that is not running. Measured on the 2-core EPYC with two busy loops at the same priority
-// (tt_bench gpt_step, 2 threads, 3 rounds, processes interleaved, two rounds each): best 2029
-// and 2559 ms unset, 465 and 495 ms with OMP_WAIT_POLICY=passive; GOMP_SPINCOUNT=10000 or 30000
-// landed anywhere from 679 to 3077 ms. The same comparison at real-time priority (an idle machine,
-// in effect: chrt -f, three rounds) cost passive 0-30% (gpt_step best 159-169 ms unset, 166-224
-// passive; mlp_chain_fb 32-44 against 33). Learners' machines are often busy, and a 4x-50x loss
-// there outweighs a few percent here: relaunch_with_runtime_env sets OMP_WAIT_POLICY=passive
-// unless the environment chose (the examples and walkthroughs call it; tools/tt runs tests,
-// walkthroughs and the demo passive). The benchmarks keep OpenMP's default (WaitPolicy::
-// OpenMPDefault), as PyTorch runs. libgomp reads the variable only when it loads, so a library
-// cannot change it for a program that is already running: a program that does not call the
-// relaunch gets a warning at its first parallel op when the machine is busy and nothing was chosen
-// (detail::busy_machine_advice, core/wait_policy.h), and tt doctor lists it as a problem.
+// thread of the same region, or another program, needs. Measured on the 2-core EPYC (tt_bench,
+// 2 threads, best of 5 rounds, the two settings in alternate processes, four times): idle,
+// passive waiting cost gpt_step 2-5% per round (best 155-211 ms unset, 162-217 passive) and
+// mlp_chain_fb, mha_fb, linear_fb 0-2% in all but one noisy round. With two busy loops at the
+// same priority, gpt_step took 2029 and 2559 ms unset, 465 and 495 ms passive; GOMP_SPINCOUNT
+// of 10,000 or 30,000 landed anywhere from 679 to 3077 ms.
+//
+// A busy machine. Passive waiting is not enough where every core is taken: a region ends only
+// when its last thread has run, and a thread that waits for a core waits a scheduler time slice
+// (milliseconds) for each of the thousands of regions in a step. The tiny-GPT demo
+// (examples/train_gpt_task, defaults) beside two busy loops: 82-136 s on 2 passive threads, over
+// 150 s on 2 spinning ones, 10.3-10.7 s on 1 thread; 4.5 s alone on the idle machine. Walkthrough
+// 14's training step (--step 7) the same way: 57-66 s passive, over 150 s spinning, 6.1 s on 1
+// thread. So on a busy machine fewer threads are faster: the cores the 1-minute load average
+// leaves idle, at least one (detail::threads_for_load, core/runtime_policy.h), as OMP_DYNAMIC
+// does with its 15-minute average. The load average lags a change by up to a minute, and a
+// program keeps what it chose at its start; OMP_NUM_THREADS, or tt::set_num_threads, overrides it.
+//
+// Who gets what. relaunch_with_runtime_env(argv) (core/runtime_info.h), which the examples and
+// the walkthroughs call first, sets both where the environment says nothing
+// (RuntimePolicy::SharedMachine): learners' machines are often busy, and there a 4x to 30x loss
+// outweighs a few percent on an idle one. tools/tt runs tests, walkthroughs and the demo passive
+// too. The benchmarks keep OpenMP's defaults (RuntimePolicy::OpenMPDefault), as PyTorch runs:
+// they are meant for an idle machine and compare with it. libgomp reads the variables only when
+// it loads, so a library cannot change them in a program that is already running: a program that
+// does not call the relaunch is warned at its first parallel op when the machine is busy and
+// nothing was chosen (detail::busy_machine_advice), and tt doctor lists the same problem.
 #include "tinytorch/core/threads.h"
 
 #include <omp.h>
@@ -76,7 +89,7 @@
 
 #include "tinytorch/backend/cpu/blas_info.h"
 #include "tinytorch/core/error.h"
-#include "tinytorch/core/wait_policy.h"
+#include "tinytorch/core/runtime_policy.h"
 
 namespace tt {
 

@@ -129,7 +129,7 @@ int main(int argc, char** argv) try {
   // Where OpenBLAS did not recognise the CPU (the 16-core GPU host: 'Prescott' on an AVX-512
   // Xeon), restart with its proper kernels; every impl here shares that one OpenBLAS. Idle OpenMP
   // threads keep OpenMP's default wait policy, as PyTorch runs (Note [threading policy]).
-  tt::relaunch_with_runtime_env(argv, tt::WaitPolicy::OpenMPDefault);
+  tt::relaunch_with_runtime_env(argv, tt::RuntimePolicy::OpenMPDefault);
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) != "--device") continue;
     const std::string device = argv[i + 1];

@@ -1,8 +1,10 @@
-// The wait-policy checks behind Note [threading policy] ("Waiting") in core/threads.cpp.
-#include "tinytorch/core/wait_policy.h"
+// The checks behind Note [threading policy] ("Waiting", "A busy machine") in core/threads.cpp.
+#include "tinytorch/core/runtime_policy.h"
 
 #include <omp.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -10,6 +12,12 @@ namespace tt::detail {
 
 bool wait_policy_chosen() {
   return std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr;
+}
+
+int threads_for_load(int cores, double load_1min) {
+  if (cores < 1 || !(load_1min >= 1.0)) return 0;
+  const double taken = std::floor(load_1min);
+  return taken >= cores ? 1 : std::max(1, cores - static_cast<int>(taken));
 }
 
 std::string busy_machine_advice(const char* omp_wait_policy, const char* gomp_spincount, double load_1min,
@@ -20,8 +28,8 @@ std::string busy_machine_advice(const char* omp_wait_policy, const char* gomp_sp
   std::snprintf(load, sizeof load, "%.1f", load_1min);
   return std::string("this machine is busy (load average ") + load + " on " + std::to_string(cores) +
          " cores) and OMP_WAIT_POLICY is unset, so OpenMP's idle threads spin between parallel regions on "
-         "cores other programs need; a training step can run several times slower. Set OMP_WAIT_POLICY=passive, "
-         "or call tt::relaunch_with_runtime_env(argv) first in main";
+         "cores other programs need; a training step can run several times slower. Set OMP_WAIT_POLICY=passive "
+         "and fewer OMP_NUM_THREADS, or call tt::relaunch_with_runtime_env(argv) first in main";
 }
 
 std::string busy_machine_advice_here(int threads) {
