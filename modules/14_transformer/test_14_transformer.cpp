@@ -51,18 +51,6 @@ Tensor block_by_hand(const nn::TransformerBlock& block, const Tensor& x) {
   return y + block.fc2->forward(tt::gelu(block.fc1->forward(block.ln2->forward(y))));
 }
 
-// The block's forward with the rotary positions of its attention counted from `offset` instead of
-// 0 (MultiHeadAttentionForward::position_offset). x: [B, T, E] -> [B, T, E].
-Tensor block_from(const nn::TransformerBlock& block, const Tensor& x, int64_t offset) {
-  nn::MultiHeadAttentionForward args;
-  args.is_causal = true;
-  args.need_weights = false;
-  args.position_offset = offset;
-  Tensor h = block.ln1->forward(x);
-  Tensor y = x + block.attn->forward(h, h, h, args).first;
-  return y + block.fc2->forward(tt::gelu(block.fc1->forward(block.ln2->forward(y))));
-}
-
 // Logits of the last position [B, V] of a forward over ids [B, T].
 Tensor last_logits(const nn::GPT& gpt, const Tensor& ids) {
   tt::NoGradGuard no_grad;
@@ -368,10 +356,10 @@ TEST_CASE("Rotary: a causal block sees distances only; shifting every position c
   REQUIRE(block.attn->rotary);
   Tensor x = tt::randn({2, 7, 32});
   Tensor base = block(x);
-  CHECK_ALLCLOSE(block_from(block, x, 0), base, 1e-5, 1e-6);
+  CHECK_ALLCLOSE(block.forward(x, {}, true, nullptr, 0), base, 1e-5, 1e-6);
   for (int64_t offset : {1, 5, 100, 1000}) {
     INFO("every position shifted by " << offset);
-    CHECK_ALLCLOSE(block_from(block, x, offset), base, 1e-4, 1e-5);
+    CHECK_ALLCLOSE(block.forward(x, {}, true, nullptr, offset), base, 1e-4, 1e-5);
   }
   // The rotation is not a no-op: the same weights without it compute something else.
   nn::TransformerBlock plain(32, 4);

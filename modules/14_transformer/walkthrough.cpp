@@ -786,18 +786,6 @@ nn::GPTOptions milestone_options(nn::PositionEncoding positions, bool qk_norm, i
   return nn::GPTOptions(11, context).n_layer(2).n_embd(64).n_head(4).positions(positions).qk_norm(qk_norm);
 }
 
-// The block's forward with its attention's rotary positions counted from `offset` (and not 0):
-// x: [B, T, E] -> [B, T, E].
-Tensor block_from(const nn::TransformerBlock& block, const Tensor& x, int64_t offset) {
-  nn::MultiHeadAttentionForward args;
-  args.is_causal = true;
-  args.need_weights = false;
-  args.position_offset = offset;
-  Tensor h = block.ln1->forward(x);
-  Tensor y = x + block.attn->forward(h, h, h, args).first;
-  return y + block.fc2->forward(tt::gelu(block.fc1->forward(block.ln2->forward(y))));
-}
-
 void step_10_positions() {
   say("So far the positions were learned: a table pos_emb [16, 64], one trained row per position,\n"
       "added to the token vectors (GPT-2). GPTOptions::positions offers two more (module 10 built\n"
@@ -835,10 +823,10 @@ void step_10_positions() {
     tt::NoGradGuard no_grad;
     Tensor x = tt::randn({2, 16, 64});
     Tensor base = block(x);
-    std::cout << ">>> max |block_from(block, x, offset) - block(x)|   (block_from: in this file)\n";
+    std::cout << ">>> max |block.forward(x, {}, true, nullptr, offset) - block(x)|   (positions from offset)\n";
     for (int64_t offset : {1, 100, 10000})
       std::cout << "    offset " << fmt("%5.0f", double(offset)) << ":  "
-                << fmt("%.2g", max_abs(block_from(block, x, offset) - base)) << "\n";
+                << fmt("%.2g", max_abs(block.forward(x, {}, true, nullptr, offset) - base)) << "\n";
     std::cout << "    the same weights without rotary: " << fmt("%.2g", max_abs(plain(x) - base)) << "\n";
   }
   say("(Float32 rounding of the angles, not zero.) With a KV cache each new token is rotated for\n"

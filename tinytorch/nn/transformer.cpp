@@ -63,7 +63,8 @@ TransformerBlock::TransformerBlock(int64_t embed_dim, int64_t num_heads, const T
 }
 
 // x: [B, T, E] -> [B, T, E]
-Tensor TransformerBlock::forward(const Tensor& x, const Tensor& attn_mask, bool is_causal, KVCache* kv_cache) const {
+Tensor TransformerBlock::forward(const Tensor& x, const Tensor& attn_mask, bool is_causal, KVCache* kv_cache,
+                                 int64_t position_offset) const {
   TT_CHECK_SHAPE(x.dim() == 3 && x.size(2) == attn->embed_dim, "nn::TransformerBlock: expected input [B, T, ",
                  attn->embed_dim, "], got ", x.shape());
   // TT_EXERCISE_BEGIN(14, 1)
@@ -71,6 +72,7 @@ Tensor TransformerBlock::forward(const Tensor& x, const Tensor& attn_mask, bool 
   args.attn_mask = attn_mask;
   args.is_causal = is_causal;
   args.kv_cache = kv_cache;
+  args.position_offset = position_offset;
   args.need_weights = record_;          // false: the fused kernel, no [B, H, T, T] weights kept
   args.average_attn_weights = false;    // per-head maps when recording
   Tensor h = ln1->forward(x);

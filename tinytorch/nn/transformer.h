@@ -81,12 +81,14 @@ class TransformerBlock : public Module {
   TransformerBlock(int64_t embed_dim, int64_t num_heads,
                    const TransformerBlockOptions& options = TransformerBlockOptions());
   // x: [B, T, E] -> [B, T, E]. attn_mask: as MultiHeadAttention's (bool true = NOT allowed).
-  // kv_cache: this block's cache when decoding (see GPT::generate).
+  // kv_cache: this block's cache when decoding (see GPT::generate). position_offset: where the
+  // rotary positions of x start (MultiHeadAttentionForward::position_offset; no effect without
+  // rotary).
   Tensor forward(const Tensor& x, const Tensor& attn_mask = {}, bool is_causal = true,
-                 KVCache* kv_cache = nullptr) const;
+                 KVCache* kv_cache = nullptr, int64_t position_offset = 0) const;
   Tensor operator()(const Tensor& x, const Tensor& attn_mask = {}, bool is_causal = true,
-                    KVCache* kv_cache = nullptr) const {
-    return forward(x, attn_mask, is_causal, kv_cache);
+                    KVCache* kv_cache = nullptr, int64_t position_offset = 0) const {
+    return forward(x, attn_mask, is_causal, kv_cache, position_offset);
   }
   // The attention weights [B, H, T, T] (detached) of the last forward run while recording (the
   // attention maps of a sample); undefined before one, and cleared by record_attention(false).
