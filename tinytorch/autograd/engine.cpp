@@ -2,13 +2,20 @@
 //
 // Note [engine order]: backward first counts, for every node reachable from the roots, how many
 // edges point at it (an explicit stack, not recursion, so a 100,000-op chain is fine). A node runs
-// once all gradients flowing into it have arrived (its count reaches zero); among ready nodes the
-// most recently created runs first. Each node's incoming gradients are summed in a buffer, the
+// once all gradients flowing into it have arrived (its count reaches zero); among ready nodes a
+// leaf's AccumulateGrad runs first, then the most recently created node. AccumulateGrad first
+// means a parameter's .grad is final (and its post-accumulate hooks have run) as soon as its last
+// gradient arrives, not when its creation order comes up: an AccumulateGrad is made at the leaf's
+// first use in the forward, so by creation order alone it would wait behind every node made after
+// that use, which for a parameter used early and again late (tied weights) is the whole backward.
+// DistributedDataParallel relies on this to start all-reducing early. When the queue is empty,
+// the callbacks queued during this backward (queue_callback) run, in the order they were queued. Each node's incoming gradients are summed in a buffer, the
 // node's hooks see that sum, its backward turns it into gradients for its inputs, and those are
 // added into the buffers of the nodes its edges point at. AccumulateGrad nodes at the leaves add
 // the final sum into .grad.
 #include "tinytorch/autograd/engine.h"
 
+#include <functional>
 #include <mutex>
 #include <queue>
 #include <string>
@@ -25,7 +32,10 @@ namespace tt::autograd {
 namespace {
 
 struct ByCreationOrder {
-  bool operator()(const Node* a, const Node* b) const { return a->sequence_nr < b->sequence_nr; }
+  bool operator()(const Node* a, const Node* b) const {
+    if (a->runs_first != b->runs_first) return b->runs_first;
+    return a->sequence_nr < b->sequence_nr;
+  }
 };
 
 // One backward pass. With `captures` (autograd::grad), the summed gradients arriving at those
@@ -38,6 +48,7 @@ struct GraphTask {
   std::unordered_map<Node*, TensorList> buffers;
   std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;  // node -> (input_nr, slot)
   TensorList captured;
+  std::vector<std::function<void()>> callbacks;  // queue_callback, run when the graph is done
 
   void count_dependencies(const std::vector<Node*>& roots) {
     // TT_EXERCISE_BEGIN(04, 1)
@@ -125,7 +136,22 @@ struct GraphTask {
         if (--dependencies[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push(e.fn.get());
       }
     }
+    // A callback may queue another; each runs once, in order.
+    for (size_t i = 0; i < callbacks.size(); ++i) {
+      std::function<void()> fn = std::move(callbacks[i]);
+      fn();
+    }
   }
+};
+
+// The backward running on this thread, for queue_callback; nested backward passes (a hook that
+// calls backward) restore the outer one when they end.
+thread_local GraphTask* current_task = nullptr;
+
+struct CurrentTask {
+  explicit CurrentTask(GraphTask* t) : prev(current_task) { current_task = t; }
+  ~CurrentTask() { current_task = prev; }
+  GraphTask* prev;
 };
 
 // Roots as edges with their seed gradients.
@@ -161,7 +187,15 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
   std::vector<Node*> nodes;
   std::vector<std::shared_ptr<Node>> keep_alive;
   seed(task, roots, grad_roots, nodes, keep_alive, "backward");
+  CurrentTask current(&task);
   task.run(nodes);
+}
+
+void queue_callback(std::function<void()> fn) {
+  TT_CHECK(current_task != nullptr, "queue_callback: no backward pass is running on this thread; call "
+           "it from a hook (register_hook, register_post_accumulate_grad_hook) during backward");
+  TT_CHECK(fn != nullptr, "queue_callback: the callback is empty");
+  current_task->callbacks.push_back(std::move(fn));
 }
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
@@ -181,6 +215,7 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
     task.captures[e.fn.get()].push_back({e.input_nr, i});
   }
   seed(task, outputs, grad_outputs, nodes, keep_alive, "grad");
+  CurrentTask current(&task);
   task.run(nodes);
   for (size_t i = 0; i < inputs.size(); ++i)
     TT_CHECK(allow_unused || task.captured[i].defined(), "grad: input ", i, " was not used in the graph "

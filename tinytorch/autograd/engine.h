@@ -1,6 +1,7 @@
 // The backward engine and the public autograd entry points.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "tinytorch/autograd/node.h"
@@ -17,5 +18,13 @@ void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool r
 // else an error.
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
                 bool retain_graph = false, bool create_graph = false, bool allow_unused = false);
+
+// Queues fn to run on this thread once the backward pass now running has finished with its graph
+// (every .grad written, every hook run), before backward() returns. Callbacks run in the order
+// they were queued, including ones queued by a callback; an exception from one ends the backward
+// with it. Call it from a hook during backward (as PyTorch's Variable._execution_engine.
+// queue_callback): outside one it throws. DistributedDataParallel queues one per backward to
+// wait for its last all-reduces and write the averaged gradients back.
+void queue_callback(std::function<void()> fn);
 
 }  // namespace tt::autograd

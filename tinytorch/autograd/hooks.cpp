@@ -1,9 +1,11 @@
-// Gradient hooks: Tensor::register_hook (a function run on a tensor's gradient during backward)
-// and Tensor::retain_grad (keep a non-leaf's gradient in .grad), declared on Tensor in
+// Gradient hooks: Tensor::register_hook (a function run on a tensor's gradient during backward),
+// Tensor::register_post_accumulate_grad_hook (a function run once a leaf's .grad has been
+// updated) and Tensor::retain_grad (keep a non-leaf's gradient in .grad), declared on Tensor in
 // core/tensor.h. A leaf keeps its hooks on the tensor, since its AccumulateGrad node may come and
 // go with graphs; a non-leaf's hooks live on its grad_fn as pre-hooks of its output (the engine,
 // engine.cpp, runs them before the node). A hook may replace a gradient's values, never its
 // shape, dtype or device: the engine checks what a hook returns (check_hook_result).
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,6 +25,38 @@ void Tensor::register_hook(std::function<Tensor(const Tensor&)> fn) const {
     return;
   }
   grad_fn()->pre_hooks.emplace_back(impl().output_nr, std::move(fn));
+}
+
+// Note [post-accumulate hooks]: a leaf's post-accumulate-grad hooks live on its TensorImpl, like
+// its register_hook hooks, because the AccumulateGrad node is made afresh by every forward. The
+// engine's AccumulateGrad::apply (node.cpp) runs them after the addition, outside the leaf's lock
+// and in registration order, on a copy of the list (a hook may add or remove hooks). Together
+// with the engine running every AccumulateGrad as soon as it is ready (Note [engine order]) and
+// autograd::queue_callback, this is all DistributedDataParallel needs to start each bucket's
+// all-reduce while the rest of backward still runs (distributed/reducer.cpp).
+HookHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> fn) const {
+  TT_CHECK(requires_grad() && is_leaf(), "register_post_accumulate_grad_hook: only a leaf tensor that "
+           "requires grad has a .grad to accumulate into; this tensor ",
+           requires_grad() ? "is not a leaf (it has a grad_fn)" : "does not require grad");
+  TT_CHECK(fn != nullptr, "register_post_accumulate_grad_hook: the hook is empty");
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id++;
+  std::lock_guard<std::recursive_mutex> lock(impl().autograd_mutex);
+  impl().post_accumulate_grad_hooks.emplace_back(id, std::move(fn));
+  return HookHandle(impl_, id);
+}
+
+void HookHandle::remove() {
+  std::shared_ptr<TensorImpl> t = tensor_.lock();
+  if (!t) return;
+  std::lock_guard<std::recursive_mutex> lock(t->autograd_mutex);
+  auto& hooks = t->post_accumulate_grad_hooks;
+  for (auto it = hooks.begin(); it != hooks.end(); ++it)
+    if (it->first == id_) {
+      hooks.erase(it);
+      break;
+    }
+  tensor_.reset();
 }
 
 void Tensor::retain_grad() const {

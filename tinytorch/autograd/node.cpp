@@ -83,7 +83,7 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
   Tensor g = std::move(grads[0]);
   if (!g.defined()) return {};
   const bool graph = GradMode::is_enabled();
-  std::lock_guard<std::recursive_mutex> lock(variable->autograd_mutex);
+  std::unique_lock<std::recursive_mutex> lock(variable->autograd_mutex);
   if (!variable->grad) {
     // A gradient nobody else can see (its handle and its storage are ours alone) and that fills
     // its storage contiguously is kept as it is, not copied. A reshaped view of a fresh result
@@ -100,7 +100,19 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
     Tensor acc(variable->grad);
     acc.add_(g.detach());
   }
+  run_post_accumulate_grad_hooks(lock);
   return {};
+}
+
+// Runs the leaf's post-accumulate-grad hooks on a copy of their list, with the leaf's lock
+// released: a hook may read .grad, start communication, or register and remove hooks
+// (Note [post-accumulate hooks] in hooks.cpp).
+void AccumulateGrad::run_post_accumulate_grad_hooks(std::unique_lock<std::recursive_mutex>& lock) {
+  if (variable->post_accumulate_grad_hooks.empty()) return;
+  auto hooks = variable->post_accumulate_grad_hooks;
+  lock.unlock();
+  Tensor leaf(variable);
+  for (auto& [id, hook] : hooks) hook(leaf);
 }
 
 SavedVariable::SavedVariable(const Tensor& t) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<Edge> next_edges;
   uint32_t num_outputs = 1;
   uint64_t sequence_nr;  // creation order: later nodes run first among ready ones
+  // AccumulateGrad nodes run before any other ready node (Note [engine order]).
+  bool runs_first = false;
   // Hooks on the gradient of output k (register_hook on a non-leaf tensor).
   std::vector<std::pair<uint32_t, Hook>> pre_hooks;
   bool released = false;
@@ -50,10 +53,13 @@ struct Node : std::enable_shared_from_this<Node> {
 
 // The sink of a leaf tensor: adds the incoming gradient into leaf.grad.
 struct AccumulateGrad final : Node {
-  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : variable(std::move(leaf)) {}
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> leaf) : variable(std::move(leaf)) { runs_first = true; }
   std::string name() const override { return "AccumulateGrad"; }
   TensorList apply(TensorList&& grads) override;
   std::shared_ptr<TensorImpl> variable;
+
+ private:
+  void run_post_accumulate_grad_hooks(std::unique_lock<std::recursive_mutex>& lock);
 };
 
 // A tensor saved for backward, with the version it had when saved: unpacking after an in-place

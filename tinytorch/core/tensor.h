@@ -34,6 +34,21 @@ namespace autograd {
 struct Node;
 }
 
+struct TensorImpl;
+
+// Removes one hook registered with Tensor::register_post_accumulate_grad_hook. remove() is safe to
+// call twice, and after the tensor is gone. Dropping the handle does NOT remove the hook.
+class HookHandle {
+ public:
+  HookHandle() = default;
+  HookHandle(std::weak_ptr<TensorImpl> tensor, uint64_t id) : tensor_(std::move(tensor)), id_(id) {}
+  void remove();
+
+ private:
+  std::weak_ptr<TensorImpl> tensor_;
+  uint64_t id_ = 0;
+};
+
 struct TensorImpl {
   Storage storage;
   int64_t offset = 0;  // in elements, into storage
@@ -55,6 +70,9 @@ struct TensorImpl {
   std::weak_ptr<autograd::Node> grad_accumulator;  // a leaf's AccumulateGrad, shared by its uses
   // Hooks of a leaf, run on its gradient before it is accumulated (register_hook).
   std::vector<std::function<Tensor(const Tensor&)>> hooks;
+  // Hooks of a leaf run after a gradient has been added into .grad, with the leaf itself
+  // (register_post_accumulate_grad_hook), keyed by the id their HookHandle removes.
+  std::vector<std::pair<uint64_t, std::function<void(const Tensor&)>>> post_accumulate_grad_hooks;
 };
 
 class Tensor {
@@ -123,6 +141,12 @@ class Tensor {
   void register_hook(std::function<Tensor(const Tensor&)> fn) const;
   // Keeps the gradient of a non-leaf in grad() after backward.
   void retain_grad() const;
+  // fn(leaf) runs each time a backward has added a gradient into this leaf's .grad, on the thread
+  // running that backward, after the addition (fn reads the sum in leaf.grad()). The hook is kept
+  // on the tensor, so it survives the graphs being rebuilt every step; remove it through the handle.
+  // Only leaves that require grad (parameters) have one: anything else throws. This is the seam
+  // DistributedDataParallel starts its all-reduces from (Note [post-accumulate hooks]).
+  HookHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> fn) const;
   Tensor detach() const;  // same storage, no autograd history
   // Makes this leaf refer to new_data's storage, offset, shape, strides and dtype while staying the
   // same TensorImpl (so every handle, optimizer and module holding it sees the change). This is

@@ -1,0 +1,71 @@
+// ProcessGroup: the collectives of data-parallel training (all-reduce, broadcast, all-gather,
+// reduce-scatter, barrier) over a group of processes, each called by every rank in the same order;
+// Work, the handle of one collective in flight. Two backends implement it: MPI for CPU tensors
+// (process_group_mpi.cpp) and NCCL for CUDA tensors (process_group_nccl.cpp). Everything is in
+// place on the caller's tensors; shapes and dtypes are checked across ranks first (Note [collective
+// checks]). Reach the group made by init_process_group() through default_group() (distributed.h).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tinytorch/core/tensor.h"
+
+namespace tt::distributed {
+
+// Which communication library a group runs on.
+enum class Backend { MPI, NCCL };
+// How all-reduce and reduce-scatter combine the ranks' values. Avg is the sum divided by the world
+// size (floating-point dtypes only).
+enum class ReduceOp { Sum, Avg, Max, Min };
+
+std::string to_string(Backend b);    // "mpi", "nccl"
+std::string to_string(ReduceOp op);  // "sum", "avg", "max", "min"
+
+// One collective in flight. Collectives on a group run one after another, in the order they were
+// started, on every rank (MPI: a communication thread; NCCL: a communication stream), so
+// computation can go on meanwhile.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // True once the result is in the tensor (MPI), or once the GPU has finished it (NCCL).
+  virtual bool is_completed() = 0;
+  // MPI: blocks until the collective is done. NCCL: makes our compute stream wait for it, so every
+  // later op sees the result (the host does not block). Either way it rethrows the collective's
+  // error (a shape mismatch between ranks, an MPI error) as a tt::Error, on every rank.
+  virtual void wait() = 0;
+};
+
+class ProcessGroup {
+ public:
+  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~ProcessGroup() = default;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  virtual Backend backend() const = 0;
+
+  // tensor [*] on every rank -> tensor [*] = op over the ranks, elementwise.
+  virtual std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum) = 0;
+  // tensor [*] -> every rank's tensor holds root's values.
+  virtual std::shared_ptr<Work> broadcast(const Tensor& tensor, int root = 0) = 0;
+  // input [*] on every rank -> output [W, *], output[r] = rank r's input.
+  virtual std::shared_ptr<Work> allgather(const Tensor& output, const Tensor& input) = 0;
+  // input [W, *] on every rank -> output [*] on rank r = op over the ranks of their input[r].
+  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input,
+                                               ReduceOp op = ReduceOp::Sum) = 0;
+  // Completes once every rank has started it.
+  virtual std::shared_ptr<Work> barrier() = 0;
+  // Ends every process of the job at once: prints "rank R: why" on stderr and stops the job
+  // (MPI_Abort; NCCL aborts its communicator first). For an error that the other ranks cannot
+  // see, which would otherwise leave them waiting forever in their next collective.
+  [[noreturn]] virtual void abort(const std::string& why) = 0;
+
+ private:
+  int rank_;
+  int size_;
+};
+
+}  // namespace tt::distributed
