@@ -1,0 +1,67 @@
+// ProcessGroupNCCL: the collectives of ProcessGroup (process_group.h) on CUDA tensors through NCCL,
+// one GPU per rank. Built only with the CUDA backend and NCCL (TINYTORCH_HAS_NCCL); this header
+// includes neither nccl.h nor cuda_runtime.h, so it can be read and included anywhere, but its
+// functions exist only in such builds. init_process_group(Backend::NCCL) (distributed.cpp) makes it:
+//
+//   NcclUniqueId id = rank == 0 ? ProcessGroupNCCL::new_unique_id() : NcclUniqueId{};
+//   MPI_Bcast(id.data(), int(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD);   // a world of one: no MPI
+//   auto group = std::make_shared<ProcessGroupNCCL>(rank, size, /*device=*/local_rank, id);
+//
+// How it runs (Note [NCCL streams] in process_group_nccl.cpp): one communicator and one CUDA stream
+// of its own; each collective waits for the work already queued on our compute stream (the legacy
+// default stream, backend/cuda/cuda_backend.h) through an event, runs on the communication stream,
+// and records a "done" event that Work::wait() makes the compute stream wait for (the host does not
+// block). Shapes and dtypes are compared across ranks before anything is reduced (Note [NCCL
+// collective checks]). Tensors must be contiguous CUDA tensors on the group's device, of dtype
+// float32, float64, int64 or bfloat16. What it leaves out: several GPUs per process, NCCL's
+// non-blocking communicators, process subgroups.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "tinytorch/distributed/process_group.h"
+
+namespace tt::distributed {
+
+// NCCL's ncclUniqueId as bytes (NCCL_UNIQUE_ID_BYTES = 128): rank 0 makes it, every rank passes
+// the same bytes to the constructor. Plain bytes, so that MPI (or a file) can carry it.
+constexpr size_t kNcclUniqueIdBytes = 128;
+using NcclUniqueId = std::array<char, kNcclUniqueIdBytes>;
+
+class ProcessGroupNCCL final : public ProcessGroup {
+ public:
+  // A new id for a new communicator (ncclGetUniqueId). Call it on one rank only.
+  static NcclUniqueId new_unique_id();
+
+  // Joins the communicator `id` as `rank` of `size` on GPU `device` (every rank calls it; it blocks
+  // until all have). Throws a tt::Error naming NCCL's or CUDA's reason when that fails.
+  ProcessGroupNCCL(int rank, int size, int device, const NcclUniqueId& id);
+  // Waits for the collectives still queued, then ends the communicator.
+  ~ProcessGroupNCCL() override;
+
+  Backend backend() const override { return Backend::NCCL; }
+  int device() const { return device_; }
+
+  // See ProcessGroup. Each returns as soon as the collective is queued; Work::wait() orders the
+  // compute stream after it; the Work keeps the tensors alive until the GPU is done with them.
+  std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum) override;
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root = 0) override;
+  std::shared_ptr<Work> allgather(const Tensor& output, const Tensor& input) override;
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input,
+                                       ReduceOp op = ReduceOp::Sum) override;
+  // An all-reduce of one element, waited for on the host: returns once every rank has reached it
+  // (and every collective queued before it has finished). The Work it returns is complete.
+  std::shared_ptr<Work> barrier() override;
+  // ncclCommAbort, "rank R: why" on stderr, then MPI_Abort when MPI runs, else exit status 1.
+  [[noreturn]] void abort(const std::string& why) override;
+
+  struct State;  // the communicator, the stream, the check buffers (process_group_nccl.cpp)
+
+ private:
+  int device_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace tt::distributed
