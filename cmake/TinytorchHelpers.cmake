@@ -33,14 +33,20 @@ function(tt_add_test)
     DISCOVERY_TIMEOUT 60)
 endfunction()
 
-# tt_add_module(NN name): modules/NN_name/{walkthrough.cpp, test_NN_name.cpp}
-# -> executables walkthrough_NN and test_NN_name (CTest label moduleNN).
+# tt_add_module(NN name [MPI]): modules/NN_name/{walkthrough.cpp, test_NN_name.cpp}
+# -> executables walkthrough_NN and test_NN_name (CTest label moduleNN). With MPI the suite is a
+# tt_add_mpi_test: run alone and under `mpiexec -np 2`.
 function(tt_add_module num name)
+  cmake_parse_arguments(ARG "MPI" "" "" ${ARGN})
   set(dir "${CMAKE_CURRENT_SOURCE_DIR}/${num}_${name}")
   add_executable(walkthrough_${num} "${dir}/walkthrough.cpp")
   target_link_libraries(walkthrough_${num} PRIVATE tinytorch::tinytorch)
   tt_target_defaults(walkthrough_${num})
-  tt_add_test(NAME test_${num}_${name} SOURCES "${dir}/test_${num}_${name}.cpp" LABELS module${num})
+  if(ARG_MPI)
+    tt_add_mpi_test(NAME test_${num}_${name} SOURCES "${dir}/test_${num}_${name}.cpp" LABELS module${num})
+  else()
+    tt_add_test(NAME test_${num}_${name} SOURCES "${dir}/test_${num}_${name}.cpp" LABELS module${num})
+  endif()
   tt_add_readme_check(${num} "${dir}/README.md" walkthrough_${num})
 endfunction()
 
@@ -81,4 +87,38 @@ function(tt_add_walkthrough_build_test num walkthrough)
   # Two builds in one build tree at once would trip over each other.
   set_tests_properties(readme_${num}_build PROPERTIES
     FIXTURES_SETUP readme_${num}_built RESOURCE_LOCK tt_build_tree LABELS "module${num};readme")
+endfunction()
+
+# tt_add_mpi_test(NAME name SOURCES a.cpp ... [LABELS l ...] [RANKS n ...]): a Catch2 executable
+# whose main (tests/mpi_main.cpp) joins the MPI job it was started in, for suites that need several
+# processes. CTest runs it whole: `name_alone` without mpirun (a world of one), and `name_npN` under
+# `mpiexec -np N` for each N in RANKS (default 2). A failed test case on any rank ends the job with
+# "rank R: ..." (no hang; the TIMEOUT is the backstop), and the job fails. Built without MPI, the
+# npN tests report skipped (exit 77).
+function(tt_add_mpi_test)
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES;LABELS;RANKS" ${ARGN})
+  if(NOT ARG_RANKS)
+    set(ARG_RANKS 2)
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SOURCES} "${PROJECT_SOURCE_DIR}/tests/mpi_main.cpp")
+  target_link_libraries(${ARG_NAME} PRIVATE tinytorch::tinytorch Catch2::Catch2 OpenMP::OpenMP_CXX)
+  target_compile_definitions(${ARG_NAME} PRIVATE TT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_include_directories(${ARG_NAME} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
+  tt_target_defaults(${ARG_NAME})
+  # Ranks as root need OpenMPI's consent; more ranks than cores need oversubscription; one
+  # OpenMP/BLAS thread per rank (mpirun binds each rank to one core).
+  set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+          OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive)
+  add_test(NAME ${ARG_NAME}_alone COMMAND ${ARG_NAME})
+  set_tests_properties(${ARG_NAME}_alone PROPERTIES LABELS "${ARG_LABELS};mpi" TIMEOUT 300
+    ENVIRONMENT "OMP_NUM_THREADS=1;OMP_WAIT_POLICY=passive")
+  foreach(n IN LISTS ARG_RANKS)
+    if(TINYTORCH_HAS_MPI)
+      add_test(NAME ${ARG_NAME}_np${n} COMMAND "${TINYTORCH_MPIEXEC}" -np ${n} $<TARGET_FILE:${ARG_NAME}>)
+    else()
+      add_test(NAME ${ARG_NAME}_np${n} COMMAND ${ARG_NAME} --tt-skip-without-mpi)
+    endif()
+    set_tests_properties(${ARG_NAME}_np${n} PROPERTIES LABELS "${ARG_LABELS};mpi" TIMEOUT 300 PROCESSORS ${n}
+      SKIP_RETURN_CODE 77 ENVIRONMENT "${env}")
+  endforeach()
 endfunction()
