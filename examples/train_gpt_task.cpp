@@ -318,7 +318,7 @@ int train(const Args& args) {
   // --- checkpoint: rank 0 saves, every rank reloads into a fresh model and compares ----------------
   const std::string ckpt = (std::filesystem::path(args.out) / "gpt_task.safetensors").string();
   const examples::ReloadCheck reload = examples::checkpoint_round_trip(
-      gpt, ckpt, {{"example", "train_gpt_task"}, {"task", args.task}, {"length", std::to_string(L)}}, args.seed,
+      *gpt, ckpt, {{"example", "train_gpt_task"}, {"task", args.task}, {"length", std::to_string(L)}}, args.seed,
       [&] { return make_model(args, task); }, [&](tt::nn::GPT& m) { return eval_logits(m, test); });
   double max_diff = reload.max_diff;
   if (world > 1) {  // the largest difference on any rank
