@@ -418,6 +418,13 @@ std::shared_ptr<Work> ProcessGroupNCCL::barrier() {
   return std::make_shared<NcclWork>(state_, nullptr, std::vector<Tensor>{});
 }
 
+namespace detail {
+NcclUniqueId make_nccl_unique_id() { return ProcessGroupNCCL::new_unique_id(); }
+std::shared_ptr<ProcessGroup> make_nccl_group(int rank, int size, int device, const NcclUniqueId& id) {
+  return std::make_shared<ProcessGroupNCCL>(rank, size, device, id);
+}
+}  // namespace detail
+
 void ProcessGroupNCCL::abort(const std::string& why) {
   std::fprintf(stderr, "rank %d: %s\n", rank(), why.c_str());
   std::fflush(stderr);

@@ -1,11 +1,13 @@
 // ProcessGroupNCCL: the collectives of ProcessGroup (process_group.h) on CUDA tensors through NCCL,
 // one GPU per rank. Built only with the CUDA backend and NCCL (TINYTORCH_HAS_NCCL); this header
 // includes neither nccl.h nor cuda_runtime.h, so it can be read and included anywhere, but its
-// functions exist only in such builds. init_process_group(Backend::NCCL) (distributed.cpp) makes it:
+// functions exist only in such builds. init_process_group(Backend::NCCL) (distributed.cpp) makes it
+// through the two functions at the end:
 //
-//   NcclUniqueId id = rank == 0 ? ProcessGroupNCCL::new_unique_id() : NcclUniqueId{};
-//   MPI_Bcast(id.data(), int(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD);   // a world of one: no MPI
-//   auto group = std::make_shared<ProcessGroupNCCL>(rank, size, /*device=*/local_rank, id);
+//   NcclUniqueId id{};
+//   if (rank == 0) id = detail::make_nccl_unique_id();
+//   ... rank 0's bytes to every rank over MPI (a world of one started without mpirun: no MPI) ...
+//   std::shared_ptr<ProcessGroup> group = detail::make_nccl_group(rank, size, /*device=*/local_rank, id);
 //
 // How it runs (Note [NCCL streams] in process_group_nccl.cpp): one communicator and one CUDA stream
 // of its own; each collective waits for the work already queued on our compute stream (the legacy
@@ -63,5 +65,11 @@ class ProcessGroupNCCL final : public ProcessGroup {
   int device_;
   std::shared_ptr<State> state_;
 };
+
+namespace detail {
+// What distributed.cpp calls: ProcessGroupNCCL::new_unique_id(), and a new ProcessGroupNCCL.
+NcclUniqueId make_nccl_unique_id();
+std::shared_ptr<ProcessGroup> make_nccl_group(int rank, int size, int device, const NcclUniqueId& id);
+}  // namespace detail
 
 }  // namespace tt::distributed
