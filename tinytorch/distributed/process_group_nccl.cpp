@@ -50,6 +50,8 @@
 
 namespace tt::distributed {
 
+using ::tt::detail::concat;
+
 namespace {
 
 // NCCL's result as a tt::Error naming the call and NCCL's reason.
@@ -87,7 +89,7 @@ ncclDataType_t nccl_dtype(ScalarType t) {
     default: break;
   }
   throw DtypeError(
-      ::tt::detail::concat("ProcessGroupNCCL: dtype ", t, " is not supported (float32, float64, int64, bfloat16)"));
+      concat("ProcessGroupNCCL: dtype ", t, " is not supported (float32, float64, int64, bfloat16)"));
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -265,8 +267,7 @@ void check_across_ranks(ProcessGroupNCCL::State& s, const char* what, const std:
 
   if (!own_error.empty()) throw Error(own_error);
   if (s.check_host[kRejected] != 0) {
-    throw Error(::tt::detail::concat("ProcessGroupNCCL ", what,
-                               ": another rank rejected its arguments (its own error says why)"));
+    throw Error(concat("ProcessGroupNCCL ", what, ": another rank rejected its arguments (its own error says why)"));
   }
   std::ostringstream diff;
   for (int i = kKind; i < kFields; ++i) {
@@ -284,8 +285,8 @@ void check_across_ranks(ProcessGroupNCCL::State& s, const char* what, const std:
     }
   }
   if (diff.tellp() > 0) {
-    throw ShapeError(::tt::detail::concat("ProcessGroupNCCL ", what, ": the ranks' calls do not match: ", diff.str(),
-                                    "; this rank (", s.rank, ") called it with ", own_shape));
+    throw ShapeError(concat("ProcessGroupNCCL ", what, ": the ranks' calls do not match: ", diff.str(),
+                            "; this rank (", s.rank, ") called it with ", own_shape));
   }
 }
 
@@ -313,7 +314,7 @@ Shape world_first(int world, const Shape& shape) {
 }
 
 std::string describe(const Tensor& t) {
-  return t.defined() ? ::tt::detail::concat(t.dtype(), " ", t.shape()) : std::string("no tensor");
+  return t.defined() ? concat(t.dtype(), " ", t.shape()) : std::string("no tensor");
 }
 
 // Steps 1 and 2 of Note [NCCL streams] around `launch` (the NCCL call on s.stream).
@@ -337,7 +338,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp
   cuda::DeviceGuard guard(device_);
   std::string error = reject("allreduce", "the tensor", tensor, device_);
   if (error.empty() && op == ReduceOp::Avg && !tensor.is_floating_point())
-    error = ::tt::detail::concat("ProcessGroupNCCL allreduce: avg needs a floating-point tensor, got ", tensor.dtype());
+    error = concat("ProcessGroupNCCL allreduce: avg needs a floating-point tensor, got ", tensor.dtype());
   check_across_ranks(*state_, "allreduce", error, fingerprint(Kind::AllReduce, int64_t(op), 0, tensor, tensor),
                      describe(tensor));
   State& s = *state_;
@@ -354,7 +355,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::broadcast(const Tensor& tensor, int root
   cuda::DeviceGuard guard(device_);
   std::string error = reject("broadcast", "the tensor", tensor, device_);
   if (error.empty() && (root < 0 || root >= size()))
-    error = ::tt::detail::concat("ProcessGroupNCCL broadcast: root must be in [0, ", size(), "), got ", root);
+    error = concat("ProcessGroupNCCL broadcast: root must be in [0, ", size(), "), got ", root);
   check_across_ranks(*state_, "broadcast", error, fingerprint(Kind::Broadcast, 0, root, tensor, tensor),
                      describe(tensor));
   State& s = *state_;
@@ -373,8 +374,8 @@ std::shared_ptr<Work> ProcessGroupNCCL::allgather(const Tensor& output, const Te
   if (error.empty()) {
     const Shape want = world_first(size(), input.shape());
     if (output.shape() != want || output.dtype() != input.dtype())
-      error = ::tt::detail::concat("ProcessGroupNCCL allgather: input ", describe(input), " needs an output ", input.dtype(),
-                             " ", want, " (world size first), got ", describe(output));
+      error = concat("ProcessGroupNCCL allgather: input ", describe(input), " needs an output ", input.dtype(), " ",
+                     want, " (world size first), got ", describe(output));
   }
   check_across_ranks(*state_, "allgather", error, fingerprint(Kind::AllGather, 0, 0, input, output),
                      describe(input) + " -> " + describe(output));
@@ -394,11 +395,11 @@ std::shared_ptr<Work> ProcessGroupNCCL::reduce_scatter(const Tensor& output, con
   if (error.empty()) {
     const Shape want = world_first(size(), output.shape());
     if (input.shape() != want || output.dtype() != input.dtype())
-      error = ::tt::detail::concat("ProcessGroupNCCL reduce_scatter: output ", describe(output), " needs an input ",
-                             output.dtype(), " ", want, " (world size first), got ", describe(input));
+      error = concat("ProcessGroupNCCL reduce_scatter: output ", describe(output), " needs an input ",
+                     output.dtype(), " ", want, " (world size first), got ", describe(input));
   }
   if (error.empty() && op == ReduceOp::Avg && !input.is_floating_point())
-    error = ::tt::detail::concat("ProcessGroupNCCL reduce_scatter: avg needs a floating-point tensor, got ", input.dtype());
+    error = concat("ProcessGroupNCCL reduce_scatter: avg needs a floating-point tensor, got ", input.dtype());
   check_across_ranks(*state_, "reduce_scatter", error,
                      fingerprint(Kind::ReduceScatter, int64_t(op), 0, input, output),
                      describe(input) + " -> " + describe(output));
