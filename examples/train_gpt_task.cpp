@@ -104,9 +104,10 @@ void say(const char* fmt, ...) {
   va_end(args);
 }
 
-std::shared_ptr<tt::nn::GPT> make_model(const Args& args, const tt::data::SequenceTask& task) {
+std::shared_ptr<tt::nn::GPT> make_model(const Args& args, const tt::data::SequenceTask& task,
+                                        const tt::Device& device) {
   auto gpt = std::make_shared<tt::nn::GPT>(args.model.options(task.vocab_size(), task.sequence_length()));
-  gpt->to(tt::Device(args.device));
+  gpt->to(device);
   return gpt;
 }
 
@@ -192,12 +193,13 @@ Sharpest sharpest_head(const std::vector<tt::Tensor>& maps, int64_t L) {
 
 int train(const Args& args) {
   // --- data parallel: every rank of an mpirun job (or, with --ddp, a world of one) ---------------
-  const tt::Device device(args.device);
+  const bool cuda = args.device == "cuda";
   if (tt::distributed::launched_by_mpirun() || args.ddp) {
-    tt::distributed::init_process_group(device.is_cuda() ? tt::distributed::Backend::NCCL
-                                                         : tt::distributed::Backend::MPI);
+    tt::distributed::init_process_group(cuda ? tt::distributed::Backend::NCCL : tt::distributed::Backend::MPI);
   }
   const int rank = tt::distributed::get_rank(), world = tt::distributed::get_world_size();
+  // One GPU per rank: the local rank (this rank's number on its machine) picks it.
+  const tt::Device device = cuda ? tt::Device(tt::kCUDA, tt::distributed::get_local_rank()) : tt::Device(tt::kCPU);
   g_prints = rank == 0;
   if (tt::distributed::is_initialized()) {
     const std::string backend = tt::distributed::to_string(tt::distributed::default_group()->backend());
@@ -221,7 +223,7 @@ int train(const Args& args) {
 
   // --- model, optimizer, schedule ---------------------------------------------------------------
   // Every rank builds the same model from the same seed; DDP also broadcasts rank 0's weights.
-  std::shared_ptr<tt::nn::GPT> gpt = make_model(args, task);
+  std::shared_ptr<tt::nn::GPT> gpt = make_model(args, task, device);
   tt::nn::DistributedDataParallel<tt::nn::GPT> ddp(gpt);  // a plain wrapper without a group
   say("model: %s, vocabulary %lld: %lld parameters, precision %s, on %s\n", args.model.describe(T).c_str(),
       (long long)V, (long long)examples::count_parameters(*gpt), args.precision.value.c_str(),
@@ -319,7 +321,7 @@ int train(const Args& args) {
   const std::string ckpt = (std::filesystem::path(args.out) / "gpt_task.safetensors").string();
   const examples::ReloadCheck reload = examples::checkpoint_round_trip(
       *gpt, ckpt, {{"example", "train_gpt_task"}, {"task", args.task}, {"length", std::to_string(L)}}, args.seed,
-      [&] { return make_model(args, task); }, [&](tt::nn::GPT& m) { return eval_logits(m, test); });
+      [&] { return make_model(args, task, device); }, [&](tt::nn::GPT& m) { return eval_logits(m, test); });
   double max_diff = reload.max_diff;
   if (world > 1) {  // the largest difference on any rank
     tt::Tensor d = tt::full({1}, max_diff, tt::TensorOptions().dtype(tt::kFloat64).device(device));

@@ -234,7 +234,7 @@ ProcessGroupNCCL::ProcessGroupNCCL(int rank, int size, int device, const NcclUni
   s.rank = rank;
   s.size = size;
   s.device = device;
-  cuda::DeviceGuard guard(device);
+  TT_CUDA_CHECK(cudaSetDevice(device));  // this rank's GPU from now on (distributed.h promises it)
   TT_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
   TT_CUDA_CHECK(cudaMallocHost(&s.check_host, 2 * kFields * sizeof(int64_t)));
   TT_CUDA_CHECK(cudaMalloc(&s.check_device, 2 * kFields * sizeof(int64_t)));

@@ -38,7 +38,9 @@ class ProcessGroupNCCL final : public ProcessGroup {
   static NcclUniqueId new_unique_id();
 
   // Joins the communicator `id` as `rank` of `size` on GPU `device` (every rank calls it; it blocks
-  // until all have). Throws a tt::Error naming NCCL's or CUDA's reason when that fails.
+  // until all have), and makes `device` this process's current CUDA device. Tensors still name
+  // their GPU: put them on tt::Device(tt::kCUDA, device). Throws a tt::Error naming NCCL's or
+  // CUDA's reason when that fails.
   ProcessGroupNCCL(int rank, int size, int device, const NcclUniqueId& id);
   // Waits for the collectives still queued, then ends the communicator.
   ~ProcessGroupNCCL() override;
