@@ -18,6 +18,7 @@
 #include <mpi.h>
 #endif
 
+#include "tinytorch/autograd/grad_mode.h"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/core/error.h"
@@ -47,6 +48,13 @@
 // alone while the others hang in the real collective. The price is one host synchronization per
 // collective, after the collectives queued before it; a bucket's all-reduce still overlaps with the
 // compute that follows it.
+
+// Note [CPU tensors on an NCCL group]
+// NCCL reads and writes GPU memory only. But a few collectives carry bookkeeping rather than data:
+// the Reducer compares the ranks' parameter lists and flags unused parameters with small CPU
+// tensors, on whichever backend. So a CPU tensor given to this group is copied to the group's GPU,
+// the collective runs on the copy, and the result is copied back before the call returns (its Work
+// is already complete): synchronous, and meant for small tensors; training data belongs on the GPU.
 
 namespace tt::distributed {
 
@@ -189,6 +197,21 @@ class NcclWork final : public Work {
   std::unique_ptr<Event> done_;
   std::vector<Tensor> tensors_;  // alive until the GPU is done with them
 };
+
+bool on_host(const Tensor& t) { return t.defined() && t.device().is_cpu(); }
+
+// A CPU tensor's copy on GPU `device`; any other tensor as it is (Note [CPU tensors on an NCCL group]).
+Tensor to_gpu(const Tensor& t, int device) {
+  return on_host(t) ? t.detach().contiguous().to(Device(kCUDA, device), /*copy=*/true) : t;
+}
+
+// Writes the collective's result `gpu` back into the CPU tensor `host` (nothing for a GPU tensor).
+void write_back(const Tensor& host, const Tensor& gpu) {
+  if (!on_host(host)) return;
+  NoGradGuard no_grad;
+  Tensor dst = host.detach();  // same storage
+  dst.copy_(gpu);               // waits for the GPU
+}
 
 // Why `t` cannot take part in a collective on `device`, or "" when it can.
 std::string reject(const char* what, const char* role, const Tensor& t, int device) {
@@ -334,6 +357,12 @@ std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupNCCL::State>& st
 }  // namespace
 
 std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp op) {
+  if (on_host(tensor)) {  // Note [CPU tensors on an NCCL group]
+    const Tensor gpu = to_gpu(tensor, device_);
+    allreduce(gpu, op)->wait();
+    write_back(tensor, gpu);
+    return std::make_shared<NcclWork>(state_, nullptr, std::vector<Tensor>{});
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   cuda::DeviceGuard guard(device_);
   std::string error = reject("allreduce", "the tensor", tensor, device_);
@@ -351,6 +380,12 @@ std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp
 }
 
 std::shared_ptr<Work> ProcessGroupNCCL::broadcast(const Tensor& tensor, int root) {
+  if (on_host(tensor)) {
+    const Tensor gpu = to_gpu(tensor, device_);
+    broadcast(gpu, root)->wait();
+    write_back(tensor, gpu);
+    return std::make_shared<NcclWork>(state_, nullptr, std::vector<Tensor>{});
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   cuda::DeviceGuard guard(device_);
   std::string error = reject("broadcast", "the tensor", tensor, device_);
@@ -367,6 +402,12 @@ std::shared_ptr<Work> ProcessGroupNCCL::broadcast(const Tensor& tensor, int root
 }
 
 std::shared_ptr<Work> ProcessGroupNCCL::allgather(const Tensor& output, const Tensor& input) {
+  if (on_host(output) || on_host(input)) {
+    const Tensor gpu_output = to_gpu(output, device_);
+    allgather(gpu_output, to_gpu(input, device_))->wait();
+    write_back(output, gpu_output);
+    return std::make_shared<NcclWork>(state_, nullptr, std::vector<Tensor>{});
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   cuda::DeviceGuard guard(device_);
   std::string error = reject("allgather", "the input", input, device_);
@@ -388,6 +429,12 @@ std::shared_ptr<Work> ProcessGroupNCCL::allgather(const Tensor& output, const Te
 }
 
 std::shared_ptr<Work> ProcessGroupNCCL::reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
+  if (on_host(output) || on_host(input)) {
+    const Tensor gpu_output = to_gpu(output, device_);
+    reduce_scatter(gpu_output, to_gpu(input, device_), op)->wait();
+    write_back(output, gpu_output);
+    return std::make_shared<NcclWork>(state_, nullptr, std::vector<Tensor>{});
+  }
   std::lock_guard<std::mutex> lock(state_->mutex);
   cuda::DeviceGuard guard(device_);
   std::string error = reject("reduce_scatter", "the input", input, device_);

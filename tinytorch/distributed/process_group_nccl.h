@@ -15,8 +15,9 @@
 // and records a "done" event that Work::wait() makes the compute stream wait for (the host does not
 // block). Shapes and dtypes are compared across ranks before anything is reduced (Note [NCCL
 // collective checks]). Tensors must be contiguous CUDA tensors on the group's device, of dtype
-// float32, float64, int64 or bfloat16. What it leaves out: several GPUs per process, NCCL's
-// non-blocking communicators, process subgroups.
+// float32, float64, int64 or bfloat16; a CPU tensor (bookkeeping such as the Reducer's checks) is
+// copied to the GPU and back, and its call returns when done (Note [CPU tensors on an NCCL group]).
+// What it leaves out: several GPUs per process, NCCL's non-blocking communicators, process subgroups.
 #pragma once
 
 #include <array>
