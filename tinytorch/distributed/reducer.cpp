@@ -203,6 +203,7 @@ void Reducer::on_grad_ready(size_t index) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!in_backward_) {
     in_backward_ = true;
+    last_ = LastBackward{};
     std::weak_ptr<Reducer> weak = weak_from_this();
     autograd::queue_callback([weak] {
       if (auto self = weak.lock()) self->finish_backward();
@@ -219,7 +220,8 @@ void Reducer::on_grad_ready(size_t index) {
   ready_[index] = true;
   --b.pending;
   launch_ready_buckets();
-  last_.buckets_started_during_backward = next_bucket_;
+  // Started while gradients were still to come: these overlap the rest of backward.
+  if (std::find(ready_.begin(), ready_.end(), false) != ready_.end()) last_.buckets_started_during_backward = next_bucket_;
 }
 
 void Reducer::launch_ready_buckets() {
