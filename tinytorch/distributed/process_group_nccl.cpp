@@ -121,8 +121,8 @@ const char* kind_name(int64_t k) {
 enum Field { kRejected, kKind, kOp, kRoot, kDtype, kNumelIn, kNumelOut, kRanks, kShapeHash, kFields };
 static_assert(kFields == 9, "field_name lists every field");
 const char* field_name(int f) {
-  static const char* names[] = {"rejected", "collective", "reduce op", "root", "dtype",
-                                "element count",  "output element count", "rank count", "shape"};
+  static const char* names[] = {"rejected",      "collective",           "reduce op",  "root", "dtype",
+                                "element count", "output element count", "rank count", "shape"};
   return names[f];
 }
 
@@ -162,7 +162,8 @@ struct ProcessGroupNCCL::State {
 
 namespace {
 
-// One NCCL collective in flight (Note [NCCL streams]). A null `done` is a finished one (barrier).
+// One NCCL collective in flight (Note [NCCL streams]). A null `done` is a finished one (a barrier, a
+// collective on CPU tensors).
 class NcclWork final : public Work {
  public:
   NcclWork(std::shared_ptr<ProcessGroupNCCL::State> state, std::unique_ptr<Event> done, std::vector<Tensor> tensors)
