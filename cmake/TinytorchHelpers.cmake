@@ -89,6 +89,22 @@ function(tt_add_walkthrough_build_test num walkthrough)
     FIXTURES_SETUP readme_${num}_built RESOURCE_LOCK tt_build_tree LABELS "module${num};readme")
 endfunction()
 
+# tt_mpi_environment(VAR): the environment of a test that runs `mpiexec -np N`, as a list in VAR.
+# Ranks as root need OpenMPI's consent; more ranks than cores need oversubscription; one
+# OpenMP/BLAS thread per rank (mpirun binds each rank to one core).
+# Under AddressSanitizer, LeakSanitizer is off for the ranks (ASan's memory checks stay on):
+# OpenMPI never frees what MPI_Init allocates (about 120 KB in 3,300 allocations per rank,
+# measured), mostly inside plugins it has unloaded by the time LSan reports, so no suppression
+# can name them. Tests that start no MPI keep leak checking.
+function(tt_mpi_environment var)
+  set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+          OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive)
+  if(TINYTORCH_SANITIZE MATCHES "address")
+    list(APPEND env LSAN_OPTIONS=detect_leaks=0)
+  endif()
+  set(${var} "${env}" PARENT_SCOPE)
+endfunction()
+
 # tt_add_mpi_test(NAME name SOURCES a.cpp ... [LABELS l ...] [RANKS n ...]): a Catch2 executable
 # whose main (tests/mpi_main.cpp) joins the MPI job it was started in, for suites that need several
 # processes. CTest runs it whole: `name_alone` without mpirun (a world of one), and `name_npN` under
@@ -105,17 +121,7 @@ function(tt_add_mpi_test)
   target_compile_definitions(${ARG_NAME} PRIVATE TT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   target_include_directories(${ARG_NAME} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
   tt_target_defaults(${ARG_NAME})
-  # Ranks as root need OpenMPI's consent; more ranks than cores need oversubscription; one
-  # OpenMP/BLAS thread per rank (mpirun binds each rank to one core).
-  set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-          OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive)
-  # Under AddressSanitizer, LeakSanitizer is off for the ranks (ASan's memory checks stay on):
-  # OpenMPI never frees what MPI_Init allocates (about 120 KB in 3,300 allocations per rank,
-  # measured), mostly inside plugins it has unloaded by the time LSan reports, so no suppression
-  # can name them. The `_alone` run, which starts no MPI, keeps leak checking.
-  if(TINYTORCH_SANITIZE MATCHES "address")
-    list(APPEND env LSAN_OPTIONS=detect_leaks=0)
-  endif()
+  tt_mpi_environment(env)
   add_test(NAME ${ARG_NAME}_alone COMMAND ${ARG_NAME})
   set_tests_properties(${ARG_NAME}_alone PROPERTIES LABELS "${ARG_LABELS};mpi" TIMEOUT 300
     ENVIRONMENT "OMP_NUM_THREADS=1;OMP_WAIT_POLICY=passive")
