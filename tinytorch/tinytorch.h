@@ -37,6 +37,7 @@
 #include "tinytorch/amp/autocast.h"
 #include "tinytorch/data/dataloader.h"
 #include "tinytorch/data/dataset.h"
+#include "tinytorch/data/distributed_sampler.h"
 #include "tinytorch/data/preprocess.h"
 #include "tinytorch/data/random.h"
 #include "tinytorch/data/sequence_tasks.h"

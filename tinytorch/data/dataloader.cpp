@@ -8,18 +8,27 @@
 
 namespace tt::data {
 
-DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, const DataLoaderOptions& options)
-    : dataset_(std::move(dataset)), options_(options) {
+DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, const DataLoaderOptions& options,
+                       std::shared_ptr<DistributedSampler> sampler)
+    : dataset_(std::move(dataset)), options_(options), sampler_(std::move(sampler)) {
   TT_CHECK(dataset_ != nullptr, "DataLoader: dataset is null");
   TT_CHECK(options_.batch_size() > 0, "DataLoader: batch_size must be positive, got ", options_.batch_size());
+  if (sampler_) {
+    TT_CHECK(!options_.shuffle(),
+             "DataLoader: sampler option is mutually exclusive with shuffle (the sampler shuffles: set "
+             "DistributedSamplerOptions().shuffle(true) and leave the loader's shuffle false)");
+    TT_CHECK(sampler_->dataset_size() == int64_t(dataset_->size()), "DataLoader: the sampler was built for ",
+             sampler_->dataset_size(), " examples but the dataset has ", dataset_->size());
+  }
 }
 
 size_t DataLoader::size() const {
-  size_t n = dataset_->size(), b = size_t(options_.batch_size());
+  size_t n = sampler_ ? size_t(sampler_->num_samples()) : dataset_->size(), b = size_t(options_.batch_size());
   return options_.drop_last() ? n / b : (n + b - 1) / b;
 }
 
 std::vector<int64_t> DataLoader::order(uint64_t epoch) const {
+  if (sampler_) return sampler_->indices(epoch);
   int64_t n = int64_t(dataset_->size());
   if (options_.shuffle()) return permutation(n, options_.seed(), epoch);
   std::vector<int64_t> identity(static_cast<size_t>(n));
@@ -30,10 +39,10 @@ std::vector<int64_t> DataLoader::order(uint64_t epoch) const {
 DataLoader::Iterator DataLoader::begin() {
   auto epoch = std::make_shared<Iterator::Epoch>();
   epoch->dataset = dataset_;
-  epoch->order = order(epoch_);
+  epoch->order = order(this->epoch());
   epoch->batch_size = options_.batch_size();
   epoch->num_batches = size();
-  ++epoch_;
+  if (!sampler_) ++epoch_;  // with a sampler, its set_epoch decides (as in PyTorch)
   return Iterator(std::move(epoch), 0);
 }
 

@@ -11,6 +11,11 @@
 // Batches come from Dataset::get_batch, so they live on the dataset's device. There are no
 // worker threads, no prefetching and no pinned memory: a batch is fetched when the iterator
 // reaches it.
+//
+// Data-parallel training gives the loader a DistributedSampler (data/distributed_sampler.h): the
+// loader then batches only that rank's indices, in the sampler's order for the sampler's epoch,
+// and the sampler owns the epoch number (call sampler->set_epoch(e) before each epoch, as in
+// PyTorch; loops do not advance it).
 #pragma once
 
 #include <cstddef>
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "tinytorch/data/dataset.h"
+#include "tinytorch/data/distributed_sampler.h"
 
 namespace tt::data {
 
@@ -60,8 +66,11 @@ struct DataLoaderOptions {
 
 class DataLoader {
  public:
-  // Throws tt::Error when dataset is null or batch_size <= 0.
-  explicit DataLoader(std::shared_ptr<Dataset> dataset, const DataLoaderOptions& options = {});
+  // Throws tt::Error when dataset is null or batch_size <= 0. With a sampler (null means none) the
+  // loader visits sampler->indices() each epoch; options.shuffle() must then be false (the sampler
+  // shuffles) and the sampler must be built for dataset->size() examples, else tt::Error.
+  explicit DataLoader(std::shared_ptr<Dataset> dataset, const DataLoaderOptions& options = {},
+                      std::shared_ptr<DistributedSampler> sampler = nullptr);
 
   // An input iterator over one epoch's batches. It keeps the dataset alive and holds the epoch's
   // order (copies share it), so it stays valid if the loader goes away. The batch is fetched
@@ -85,7 +94,7 @@ class DataLoader {
     friend class DataLoader;
     struct Epoch {
       std::shared_ptr<Dataset> dataset;
-      std::vector<int64_t> order;  // the visiting order of all N indices
+      std::vector<int64_t> order;  // the visiting order: all N indices, or the sampler's
       int64_t batch_size = 1;
       size_t num_batches = 0;
     };
@@ -103,22 +112,33 @@ class DataLoader {
   Iterator end() const;
 
   // Batches per epoch: ceil(N / batch_size), or floor(N / batch_size) with drop_last. 0 for an
-  // empty dataset.
+  // empty dataset. With a sampler N is sampler->num_samples(), this rank's share.
   size_t size() const;
   // The number the next begin() will use. set_epoch(e) makes the next loop epoch e (as
   // PyTorch's DistributedSampler.set_epoch); loops after it continue with e + 1, e + 2, ...
-  uint64_t epoch() const { return epoch_; }
-  void set_epoch(uint64_t epoch) { epoch_ = epoch; }
-  // The order in which epoch `epoch` visits the dataset's indices (all N of them; with
-  // drop_last the tail past the last whole batch is skipped).
+  // With a sampler both are the sampler's: epoch() is sampler->epoch(), set_epoch(e) calls
+  // sampler->set_epoch(e), and loops leave it unchanged.
+  uint64_t epoch() const { return sampler_ ? sampler_->epoch() : epoch_; }
+  void set_epoch(uint64_t epoch) {
+    if (sampler_)
+      sampler_->set_epoch(epoch);
+    else
+      epoch_ = epoch;
+  }
+  // The order in which epoch `epoch` visits the dataset's indices (all N of them, or the
+  // sampler's indices(epoch) with a sampler; with drop_last the tail past the last whole batch
+  // is skipped).
   std::vector<int64_t> order(uint64_t epoch) const;
 
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
   const DataLoaderOptions& options() const { return options_; }
+  // Null without one.
+  const std::shared_ptr<DistributedSampler>& sampler() const { return sampler_; }
 
  private:
   std::shared_ptr<Dataset> dataset_;
   DataLoaderOptions options_;
+  std::shared_ptr<DistributedSampler> sampler_;
   uint64_t epoch_ = 0;
 };
 

@@ -23,6 +23,12 @@ struct ReducerOptions {
   bool broadcast_buffers = true;
 };
 
+// The buckets for `params` (indices into it), in the order they are all-reduced: the parameters are
+// taken in REVERSE order (backward produces the last layer's gradients first), a bucket holds
+// parameters of one dtype and device, and it is closed once it holds at least cap_bytes (so a
+// parameter larger than the cap gets a bucket of its own). Every rank computes the same plan.
+std::vector<std::vector<size_t>> assign_buckets(const std::vector<Tensor>& params, int64_t cap_bytes);
+
 class Reducer : public std::enable_shared_from_this<Reducer> {
  public:
   // Checks that every rank has the same parameters (names, shapes, dtypes, devices), broadcasts
@@ -34,8 +40,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
 
   // Registers the gradient hooks (they hold a weak pointer to this reducer).
   void attach();
-  // Called before each forward: broadcasts buffers from rank 0 (broadcast_buffers), and throws if
-  // the previous backward's reduction was left unfinished.
+  // Called before each forward: broadcasts buffers from rank 0 (broadcast_buffers).
   void prepare_forward();
   // Turns synchronization off (no_sync) or back on: while off, gradients accumulate locally.
   void set_sync(bool on) { sync_ = on; }
@@ -58,6 +63,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   void finish_backward();
   void reset_iteration();
   void check_parameters_match() const;
+  void broadcast_from_rank0(const std::vector<Tensor>& tensors) const;
 
   std::shared_ptr<nn::Module> module_;
   std::shared_ptr<ProcessGroup> group_;
@@ -71,7 +77,6 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<bool> ready_;             // this backward: gradient copied into its bucket
   size_t next_bucket_ = 0;              // the next bucket to start, in launch order
   bool in_backward_ = false;            // a finish_backward callback is queued
-  bool unfinished_ = false;             // an error left the last reduction half done
   bool sync_ = true;
   LastBackward last_;
   std::mutex mutex_;                    // hooks of a multi-threaded backward

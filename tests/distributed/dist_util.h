@@ -1,0 +1,57 @@
+// Helpers of the multi-rank suite (tests/distributed, run alone and under mpiexec -np 2 and 3).
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <tinytorch/tinytorch.h>
+
+#include "tinytorch/distributed/data_parallel.h"
+#include "tinytorch/distributed/distributed.h"
+
+namespace tt_test {
+
+inline int rank() { return tt::distributed::get_rank(); }
+inline int world() { return tt::distributed::get_world_size(); }
+
+// Every rank's copy of `t` [*] -> [W, *] (a world of one without a group).
+inline tt::Tensor gather(const tt::Tensor& t) {
+  tt::Shape s = t.shape();
+  s.insert(s.begin(), world());
+  tt::Tensor out = tt::empty(s, tt::TensorOptions().dtype(t.dtype()));
+  tt::distributed::allgather(out, t.contiguous());
+  return out;
+}
+
+// True when every rank holds exactly the same bits in every parameter of `m`.
+inline bool identical_on_every_rank(const tt::nn::Module& m) {
+  for (const tt::Tensor& p : m.parameters()) {
+    tt::Tensor all = gather(p.detach().reshape({-1}));
+    std::vector<float> v = all.to_vector<float>();
+    const size_t n = size_t(p.numel());
+    for (int r = 1; r < world(); ++r)
+      if (std::memcmp(v.data(), v.data() + size_t(r) * n, n * sizeof(float)) != 0) return false;
+  }
+  return true;
+}
+
+inline double max_param_diff(const tt::nn::Module& a, const tt::nn::Module& b) {
+  std::vector<tt::Tensor> pa = a.parameters(), pb = b.parameters();
+  double m = 0.0;
+  for (size_t i = 0; i < pa.size(); ++i)
+    m = std::max(m, (pa[i].detach() - pb[i].detach()).abs().max().item<double>());
+  return m;
+}
+
+// A two-layer perceptron [N, 4] -> [N, 2].
+struct Mlp : tt::nn::Module {
+  explicit Mlp(int64_t hidden = 8) {
+    fc1 = register_module("fc1", std::make_shared<tt::nn::Linear>(4, hidden));
+    fc2 = register_module("fc2", std::make_shared<tt::nn::Linear>(hidden, 2));
+  }
+  tt::Tensor forward(const tt::Tensor& x) const { return fc2->forward(tt::relu(fc1->forward(x))); }
+  std::shared_ptr<tt::nn::Linear> fc1, fc2;
+};
+
+}  // namespace tt_test
