@@ -119,7 +119,7 @@ std::vector<std::vector<size_t>> buckets_at(double cap_mb) {
 // --- buckets -------------------------------------------------------------------------------------
 
 TEST_CASE("buckets take the parameters in reverse registration order, each once", "[module16][exercise]") {
-  for (double cap : {1e-7, 0.001, 0.01, 0.05, 25.0}) {
+  for (double cap : {1e-5, 0.001, 0.01, 0.05, 25.0}) {
     INFO("bucket_cap_mb " << cap);
     std::vector<size_t> order;
     for (const auto& b : buckets_at(cap)) {
@@ -130,24 +130,30 @@ TEST_CASE("buckets take the parameters in reverse registration order, each once"
   }
 }
 
-TEST_CASE("bucket_cap_mb bounds a bucket; a tensor larger than the cap is alone", "[module16][exercise]") {
-  // Huge cap: one bucket. A cap below every tensor: one tensor per bucket.
+TEST_CASE("a bucket closes once it holds bucket_cap_mb; a larger tensor fills one alone", "[module16][exercise]") {
+  // Huge cap: one bucket. A cap below every tensor (10 bytes): one tensor per bucket.
   REQUIRE(buckets_at(25.0) == std::vector<std::vector<size_t>>{{5, 4, 3, 2, 1, 0}});
-  REQUIRE(buckets_at(1e-7) == std::vector<std::vector<size_t>>{{5}, {4}, {3}, {2}, {1}, {0}});
-  // 0.01 MiB = 10,485 bytes. In reverse order: #5 (4,000 B) and then #4 (40,000) would not fit,
-  // so #4 starts its own bucket, alone as it is larger than the cap; #3 + #2 + #1 = 4,440 bytes
-  // fit together and #0 (40,000) is alone again.
-  REQUIRE(buckets_at(0.01) == std::vector<std::vector<size_t>>{{5}, {4}, {3, 2, 1}, {0}});
-  // 0.05 MiB = 52,428 bytes: #5 + #4 = 44,000, then #3 + #2 + #1 = 4,440 more still fit (48,440),
-  // and #0 does not: it opens the last bucket.
-  REQUIRE(buckets_at(0.05) == std::vector<std::vector<size_t>>{{5, 4, 3, 2, 1}, {0}});
-  // Every bucket of several tensors stays within the cap.
-  std::vector<int64_t> bytes = {40000, 400, 4000, 40, 40000, 4000};
-  for (double cap : {0.01, 0.05, 0.2}) {
-    for (const auto& b : buckets_at(cap)) {
+  REQUIRE(buckets_at(1e-5) == std::vector<std::vector<size_t>>{{5}, {4}, {3}, {2}, {1}, {0}});
+  // 0.001 MiB = 1,048 bytes. In reverse order: #5 (4,000 B) reaches the cap alone, and so does #4;
+  // #3 (40) is below it and #2 takes the bucket past it (4,040); #1 (400) and #0 (40,000) the same.
+  REQUIRE(buckets_at(0.001) == std::vector<std::vector<size_t>>{{5}, {4}, {3, 2}, {1, 0}});
+  // 0.01 MiB = 10,485 bytes: #5 + #4 = 44,000 close the first; #3 + #2 + #1 = 4,440 are still
+  // below the cap, so #0 joins them.
+  REQUIRE(buckets_at(0.01) == std::vector<std::vector<size_t>>{{5, 4}, {3, 2, 1, 0}});
+  // 0.05 MiB = 52,428 bytes: everything but #0 is 48,440, so #0 joins and the one bucket closes.
+  REQUIRE(buckets_at(0.05) == std::vector<std::vector<size_t>>{{5, 4, 3, 2, 1, 0}});
+  // The rule in general: every bucket but the last has reached the cap, and without its last
+  // tensor it had not (it closed as soon as it was full).
+  const std::vector<int64_t> bytes = {40000, 400, 4000, 40, 40000, 4000};
+  for (double cap : {0.0001, 0.001, 0.003, 0.01, 0.02, 0.05}) {
+    INFO("bucket_cap_mb " << cap);
+    const double cap_bytes = double(int64_t(cap * 1024 * 1024));
+    const std::vector<std::vector<size_t>> buckets = buckets_at(cap);
+    for (size_t k = 0; k < buckets.size(); ++k) {
       int64_t sum = 0;
-      for (size_t i : b) sum += bytes[i];
-      if (b.size() > 1) REQUIRE(double(sum) <= cap * 1024 * 1024);
+      for (size_t i : buckets[k]) sum += bytes[i];
+      if (k + 1 < buckets.size()) REQUIRE(double(sum) >= cap_bytes);
+      REQUIRE(double(sum - bytes[buckets[k].back()]) < cap_bytes);
     }
   }
 }
@@ -164,7 +170,7 @@ TEST_CASE("DDP starts every rank from rank 0's parameters", "[module16]") {
 
 TEST_CASE("DDP leaves in .grad the mean of the ranks' local gradients, for any bucket cap", "[module16][exercise]") {
   const int W = group()->size(), r = group()->rank();
-  for (double cap : {25.0, 0.0005, 1e-7}) {
+  for (double cap : {25.0, 0.0005, 1e-5}) {
     INFO("bucket_cap_mb " << cap);
     auto model = small_mlp(60);
     nn::DistributedDataParallel<nn::Sequential> ddp(model, ddp_options(cap));
@@ -289,7 +295,8 @@ TEST_CASE("DistributedSampler: disjoint and covering when W divides N, padded ot
               }();
           std::multiset<int64_t> seen;
           for (int64_t r = 0; r < w; ++r) {
-            DistributedSampler s(n, DistributedSamplerOptions().num_replicas(w).rank(r).shuffle(shuffle).seed(5).drop_last(drop));
+            DistributedSampler s(
+                n, DistributedSamplerOptions().num_replicas(w).rank(r).shuffle(shuffle).seed(5).drop_last(drop));
             s.set_epoch(2);
             std::vector<int64_t> idx = s.indices();
             REQUIRE(s.num_samples() == per_rank);

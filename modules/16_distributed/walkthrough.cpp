@@ -85,6 +85,8 @@ std::shared_ptr<dist::ProcessGroup> group() {
 int rank() { return group()->rank(); }
 int world() { return group()->size(); }
 bool alone() { return world() == 1; }
+// DDP's options on that group (a DDP without a group would be a plain wrapper, with no reducer).
+nn::DistributedDataParallelOptions ddp_options() { return nn::DistributedDataParallelOptions().process_group(group()); }
 
 // Every rank's copy of `local` [*], stacked: [W, *] (an all-gather; every rank gets it).
 Tensor gather(const Tensor& local) {
@@ -215,7 +217,8 @@ void step_2_collectives() {
     Tensor y = x.clone();
     group()->allreduce(y, op)->wait();
     Tensor all = gather(y);
-    std::cout << ">>> y = x.clone(); dist::allreduce(y, ReduceOp::" << (op == dist::ReduceOp::Sum ? "Sum" : op == dist::ReduceOp::Avg ? "Avg" : "Max")
+    const char* name = op == dist::ReduceOp::Sum ? "Sum" : op == dist::ReduceOp::Avg ? "Avg" : "Max";
+    std::cout << ">>> y = x.clone(); dist::allreduce(y, ReduceOp::" << name
               << ");   (y on every rank)\n";
     for (int r = 0; r < world(); ++r) std::cout << "    rank " << r << ": " << values(all[r]) << "\n";
   }
@@ -270,7 +273,8 @@ void step_3_bandwidth() {
   const double W = world(), bus = 2.0 * (W - 1) / W;
   std::cout << ">>> for each size: barrier(); t0; dist::allreduce(x); t1   (the slowest rank's time; best of reps)\n"
             << "        size      reps      time us   algbw GB/s   busbw GB/s\n";
-  double first_us = 0, last_bw = 0;
+  double first_us = 0, last_bw = 0, peak_bw = 0;
+  int64_t peak_n = 0;
   for (int64_t n : {int64_t(4), int64_t(64), int64_t(1) << 10, int64_t(16) << 10, int64_t(256) << 10,
                     int64_t(1) << 20, int64_t(4) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
     Tensor x = tt::ones({n / 4});
@@ -289,18 +293,25 @@ void step_3_bandwidth() {
     const double algbw = double(n) / best / 1e9;
     if (n == 4) first_us = best * 1e6;
     last_bw = algbw * bus;
+    if (last_bw > peak_bw) {
+      peak_bw = last_bw;
+      peak_n = n;
+    }
     std::cout << pad(bytes_text(double(n)), 12) << fmt("%10.0f", reps) << fmt("%13.1f", best * 1e6)
               << fmt("%13.3f", algbw) << fmt("%13.3f", algbw * bus) << "\n";
   }
   std::cout << "    (" << world() << " ranks, one thread each, best of reps)\n";
-  std::cout << ">>> alpha ~ t(4 B) / (2 (W - 1)); bus bandwidth at 64 MiB; n_half = the size where both terms are equal\n"
-            << "    alpha ~ " << fmt("%.1f", first_us / (2.0 * (W - 1))) << " us, bus bandwidth ~ "
-            << fmt("%.2f", last_bw) << " GB/s, n_half ~ "
-            << bytes_text(first_us * 1e-6 * last_bw * 1e9 / bus) << "\n";
+  std::cout << ">>> alpha ~ t(4 B) / (2 (W - 1)); the best bus bandwidth and where; n_half = alpha-term / beta-term\n"
+            << "    alpha ~ " << fmt("%.1f", first_us / (2.0 * (W - 1))) << " us; bus bandwidth at best "
+            << fmt("%.2f", peak_bw) << " GB/s (" << bytes_text(double(peak_n)) << "), at 64 MiB "
+            << fmt("%.2f", last_bw)
+            << " GB/s; n_half ~ " << bytes_text(first_us * 1e-6 * peak_bw * 1e9 / bus) << "\n";
   say("Below n_half an all-reduce is latency: sending 1 KiB costs about what 4 bytes cost. Above\n"
-      "it, time grows with the bytes. That is why gradients are not sent one tensor at a time (a\n"
-      "GPT-2 has ~150 parameter tensors, many of them small) but packed into buckets of megabytes,\n"
-      "and why a bucket should not be so large that it waits for all of backward (section 6).");
+      "it, time grows with the bytes. On one machine the \"link\" is memory: the bandwidth is best\n"
+      "while both ranks' tensors stay in the caches, and falls once they spill to DRAM. This is\n"
+      "why gradients are not sent one tensor at a time (a GPT-2 has ~150 parameter tensors, many\n"
+      "of them small) but packed into buckets of megabytes, and why a bucket should not be so\n"
+      "large that it waits for all of backward (section 6).");
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -337,7 +348,7 @@ void step_4_equivalence() {
       "process with the big batch would do.");
   const int64_t B = 4, W = world(), steps = 5;
   RUN(auto model = make_mlp(100 + uint64_t(dist::get_rank())));
-  RUN(nn::DistributedDataParallel<nn::Sequential> ddp(model, nn::DistributedDataParallelOptions().process_group(group())));
+  RUN(nn::DistributedDataParallel<nn::Sequential> ddp(model, ddp_options()));
   std::cout << ">>> spread_across_ranks(ddp.parameters())   (max |p - p on rank 0| over ranks)\n    "
             << fmt("%g", spread_across_ranks(ddp.parameters())) << "\n";
   auto reference = make_mlp(100);
@@ -345,7 +356,8 @@ void step_4_equivalence() {
   tt::optim::AdamW ref_opt(reference->parameters(), tt::optim::AdamWOptions(1e-2));
   std::cout << ">>> for each step: loss = mse(ddp(x[rank's rows]), y[rank's rows]); loss.backward(); opt.step();\n"
             << "    and on every rank, alone: the reference on all " << W * B << " rows\n"
-            << "    step   loss (mean of ranks)   loss (one process)   max |param - reference|   max spread across ranks\n";
+            << "    step   loss (mean of ranks)   loss (one process)   max |param - reference|"
+               "   max spread across ranks\n";
   for (int64_t s = 0; s < steps; ++s) {
     tt::manual_seed(1000 + uint64_t(s));  // the same batch on every rank
     Tensor X = tt::randn({W * B, 16}), Y = tt::randn({W * B, 1});
@@ -379,8 +391,7 @@ void step_4_equivalence() {
 
 // The buckets of `model` at a cap, one line each: how many tensors, their bytes, the first and last.
 void print_buckets(const std::shared_ptr<nn::GPT>& model, double cap_mb) {
-  nn::DistributedDataParallel<nn::GPT> ddp(
-      model, nn::DistributedDataParallelOptions().bucket_cap_mb(cap_mb).process_group(group()));
+  nn::DistributedDataParallel<nn::GPT> ddp(model, ddp_options().bucket_cap_mb(cap_mb));
   std::vector<std::string> names = model->named_parameters().keys();
   std::vector<Tensor> params = model->parameters();
   std::vector<std::vector<size_t>> buckets = ddp.reducer()->bucket_indices();
@@ -408,28 +419,30 @@ void step_5_buckets() {
   std::cout << ">>> gpt->parameters().size(), their elements, float32 bytes\n    " << params.size() << " tensors, "
             << count_parameters(params) << " parameters, " << count_parameters(params) * 4 << " bytes\n";
   print_buckets(gpt, 25.0);
-  say("All 100 kB fit in one bucket of 25 MiB: a model this small sends one message per step, and\n"
+  say("All 400 kB fit in one bucket of 25 MiB: a model this small sends one message per step, and\n"
       "it can only start once backward has produced the last gradient. With a cap of 0.05 MiB\n"
       "(52,429 bytes), several buckets, each launched while backward goes on:");
   print_buckets(gpt, 0.05);
-  say("A bucket takes parameters in reverse order until the next one would not fit; a tensor larger\n"
-      "than the cap gets a bucket of its own. Every rank builds the same plan from the same model,\n"
-      "and every rank must launch the buckets in the same order: MPI and NCCL match collectives by\n"
-      "their order, so if rank 0 sent bucket 1 while rank 1 sent bucket 0, each would add its\n"
-      "bucket to the other's, or wait forever. A bucket that is full before an earlier one waits\n"
-      "for it (Reducer::launch_ready_buckets). The buckets are flat buffers, allocated once: each\n"
-      "gradient is copied in when ready and the averages are copied back into .grad at the end.");
+  say("A bucket takes parameters in reverse order and closes as soon as it holds the cap or more,\n"
+      "so it may pass the cap by its last tensor, and a tensor larger than the cap closes its bucket\n"
+      "at once (assign_buckets in distributed/reducer.cpp, as PyTorch's). Every rank builds the\n"
+      "same plan from the same model, and every rank must launch the buckets in the same order:\n"
+      "MPI and NCCL match collectives by their order, so if rank 0 sent bucket 1 while rank 1 sent\n"
+      "bucket 0, each would add its bucket to the other's, or wait forever. A bucket that is full\n"
+      "before an earlier one waits for it (Reducer::launch_ready_buckets). The buckets are flat\n"
+      "buffers, allocated once: each gradient is copied in when ready, and the averages are\n"
+      "copied back into .grad at the end of backward.");
 }
 
 // -----------------------------------------------------------------------------------------------
 
 void step_6_overlap() {
-  say("What overlap buys. A GPT of 4 blocks, E = 256 (3.2 M parameters, 12.6 MB of gradients), one\n"
-      "forward and backward on 2 x 32 tokens per rank, timed three ways: with no communication at\n"
-      "all (a plain model), with DDP and one bucket (bucket_cap_mb huge: its all-reduce can only\n"
-      "start when backward has produced every gradient, so none of it overlaps), and with DDP and\n"
-      "buckets of 1 MiB (the first all-reduces run while backward computes the rest). The three\n"
-      "are interleaved, round after round, so that the machine's mood affects them alike.");
+  say("What overlap buys. A GPT of 4 blocks, E = 256, one forward and backward on 2 x 32 tokens\n"
+      "per rank, timed three ways: with no communication at all (a plain model), with DDP and one\n"
+      "bucket (bucket_cap_mb huge: its all-reduce can only start when backward has produced every\n"
+      "gradient, so none of it overlaps), and with DDP and buckets of 1 MiB (the first all-reduces\n"
+      "run while backward computes the rest). The three are interleaved, round after round, so\n"
+      "that the machine's mood affects them alike.");
   const bool solo = alone();
   if (solo)
     say("A world of one: nothing is sent, so this measures only what the buckets' copies cost.\n"
@@ -440,8 +453,11 @@ void step_6_overlap() {
     return std::make_shared<nn::GPT>(options);
   };
   auto plain = make(), one_model = make(), many_model = make();
-  nn::DistributedDataParallel<nn::GPT> one(one_model, nn::DistributedDataParallelOptions().bucket_cap_mb(1e6).process_group(group()));
-  nn::DistributedDataParallel<nn::GPT> many(many_model, nn::DistributedDataParallelOptions().bucket_cap_mb(1.0).process_group(group()));
+  const int64_t n_params = count_parameters(plain->parameters());
+  std::cout << ">>> nn::GPT(nn::GPTOptions(64, 32).n_layer(4).n_embd(256).n_head(4))\n    " << n_params
+            << " parameters, " << mib(4.0 * double(n_params)) << " of gradients\n";
+  nn::DistributedDataParallel<nn::GPT> one(one_model, ddp_options().bucket_cap_mb(1e6));
+  nn::DistributedDataParallel<nn::GPT> many(many_model, ddp_options().bucket_cap_mb(1.0));
   tt::manual_seed(uint64_t(160 + rank()));
   Tensor ids = tt::randint(64, {2, 32}), targets = tt::randint(64, {2, 32});
   auto step = [&](auto&& forward, const std::vector<Tensor>& params) {
@@ -458,7 +474,7 @@ void step_6_overlap() {
   run_plain();
   run_one();
   run_many();
-  const int rounds = solo ? 2 : 7;
+  const int rounds = solo ? 2 : 11;
   double best_plain = 1e30, best_one = 1e30, best_many = 1e30;
   std::vector<double> ratios;
   for (int r = 0; r < rounds; ++r) {
@@ -482,14 +498,16 @@ void step_6_overlap() {
             << "    1 MiB buckets:   " << lm.buckets_started_during_backward << " / " << lm.buckets << "\n";
   say(solo ? "Alone, the difference between the rows is the cost of copying gradients into buckets and\n"
              "back: small next to the step."
-           : "The communication cost is the gap between the first two rows. Overlap can hide at most\n"
-             "that gap, and only if the all-reduces run on resources backward does not need. Here each\n"
-             "rank has one core, and MPI's shared-memory transport copies the bytes with that core (the\n"
-             "group's communication thread shares it with backward): overlapped or not, the same core\n"
-             "does both jobs, so the win, if any, is small and moves from round to round. On a GPU\n"
-             "with NCCL the all-reduce runs on its own stream and the network or NVLink moves the\n"
-             "bytes, and overlap hides most of it; the single bucket cannot start before the last\n"
-             "gradient and leaves it all exposed.");
+           : "The communication cost is the gap between the first two rows (it includes waiting for\n"
+             "the slower rank). Overlap can hide at most that gap, and only if the all-reduces run on\n"
+             "resources backward does not need. Here each rank has one core, and the group's\n"
+             "communication thread shares it with backward: inside MPI_Allreduce it polls for its\n"
+             "partner, and MPI's shared-memory transport copies the bytes with that same core. An\n"
+             "all-reduce started early therefore takes cycles from the backward it should hide behind,\n"
+             "and waits on a partner that is itself busy computing: on two cores the small buckets\n"
+             "are no faster than one bucket, and often slower. With a spare core per rank, or a GPU\n"
+             "with NCCL (the all-reduce on its own stream, NVLink or the network moving the bytes),\n"
+             "overlap hides most of the gap, while the single bucket always leaves it all exposed.");
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -502,7 +520,7 @@ void step_7_no_sync() {
       "per rank, the first two under no_sync:");
   const int64_t B = 4, W = world(), k = 3;
   auto model = make_mlp(100);
-  nn::DistributedDataParallel<nn::Sequential> ddp(model, nn::DistributedDataParallelOptions().process_group(group()));
+  nn::DistributedDataParallel<nn::Sequential> ddp(model, ddp_options());
   tt::manual_seed(1700);
   Tensor X = tt::randn({k, W * B, 16}), Y = tt::randn({k, W * B, 1});  // micro-batch m, all ranks' rows
   auto micro = [&](int64_t m, int64_t r) {
@@ -563,7 +581,8 @@ void step_8_sampler() {
       "order changes with the epoch, so set_epoch(e) must be called on every rank each epoch;\n"
       "without it every epoch repeats epoch 0's order:");
   for (uint64_t epoch : {uint64_t(0), uint64_t(1)}) {
-    std::cout << ">>> sampler.set_epoch(" << epoch << ")   (DistributedSampler(10, ...num_replicas(2).rank(r).seed(0)))\n";
+    std::cout << ">>> sampler.set_epoch(" << epoch
+              << ")   (DistributedSampler(10, ...num_replicas(2).rank(r).seed(0)))\n";
     for (int64_t r = 0; r < 2; ++r) {
       DistributedSampler s(10, DistributedSamplerOptions().num_replicas(2).rank(r).seed(0));
       s.set_epoch(epoch);
@@ -577,10 +596,12 @@ void step_8_sampler() {
       "load. With this job's real world (the options left to ask tt::distributed), gathered:");
   {
     auto sampler = std::make_shared<DistributedSampler>(10, DistributedSamplerOptions().seed(0));
-    std::cout << ">>> DistributedSampler(10, DistributedSamplerOptions().seed(0)): num_samples " << sampler->num_samples()
+    std::cout << ">>> DistributedSampler(10, DistributedSamplerOptions().seed(0)): num_samples "
+              << sampler->num_samples()
               << ", total_size " << sampler->total_size() << "\n";
     Tensor all = gather(tt::tensor(sampler->indices()));
-    for (int r = 0; r < world(); ++r) std::cout << "    rank " << r << ": " << list(all[r].to_vector<int64_t>()) << "\n";
+    for (int r = 0; r < world(); ++r)
+      std::cout << "    rank " << r << ": " << list(all[r].to_vector<int64_t>()) << "\n";
     auto ds = std::make_shared<tt::data::TensorDataset>(tt::arange(0.0, 10.0, 1.0).reshape({10, 1}),
                                                         tt::arange(int64_t(10)));
     tt::data::DataLoader loader(ds, tt::data::DataLoaderOptions().batch_size(2), sampler);
