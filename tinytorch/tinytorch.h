@@ -35,6 +35,8 @@
 #include "tinytorch/nn/transformer.h"
 #include "tinytorch/io/safetensors.h"
 #include "tinytorch/amp/autocast.h"
+#include "tinytorch/distributed/data_parallel.h"
+#include "tinytorch/distributed/distributed.h"
 #include "tinytorch/data/dataloader.h"
 #include "tinytorch/data/dataset.h"
 #include "tinytorch/data/distributed_sampler.h"

@@ -18,11 +18,14 @@ inline int world() { return tt::distributed::get_world_size(); }
 // Every rank's copy of `t` [*] -> [W, *] (a world of one without a group).
 inline tt::Tensor gather(const tt::Tensor& t) {
   tt::Shape s = t.shape();
-  s.insert(s.begin(), world());
+  s.insert(0, world());
   tt::Tensor out = tt::empty(s, tt::TensorOptions().dtype(t.dtype()));
   tt::distributed::allgather(out, t.contiguous());
   return out;
 }
+
+// max |t - v| over t's elements, in float64.
+inline double dist_to(const tt::Tensor& t, double v) { return (t.to(tt::kFloat64) - v).abs().max().item<double>(); }
 
 // True when every rank holds exactly the same bits in every parameter of `m`.
 inline bool identical_on_every_rank(const tt::nn::Module& m) {

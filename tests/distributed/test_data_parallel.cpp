@@ -56,9 +56,9 @@ TEST_CASE("DDP on a tiny GPT: W ranks x batch B equal one process on batch W*B",
   tt::manual_seed(200 + rank());
   auto model = std::make_shared<tt::nn::GPT>(options);
   DistributedDataParallel<tt::nn::GPT> ddp(model, DistributedDataParallelOptions().bucket_cap_mb(0.01));
-  REQUIRE(ddp.reducer() == nullptr || ddp.reducer()->bucket_indices().size() > 1);
-  tt::optim::AdamW opt_ref(reference->parameters(), tt::optim::AdamWOptions(3e-3));
-  tt::optim::AdamW opt(ddp.parameters(), tt::optim::AdamWOptions(3e-3));
+  REQUIRE((ddp.reducer() == nullptr || ddp.reducer()->bucket_indices().size() > 1));
+  tt::optim::AdamW opt_ref(reference->parameters(), tt::optim::AdamWOptions(1e-3));
+  tt::optim::AdamW opt(ddp.parameters(), tt::optim::AdamWOptions(1e-3));
   auto loss_of = [&](const tt::Tensor& logits, const tt::Tensor& y) {
     return tt::F::cross_entropy(logits.reshape({-1, V}), y.reshape({-1}));
   };
@@ -149,7 +149,7 @@ TEST_CASE("parameters that get no gradient: an error naming them, or handled wit
   tt::Tensor x = tt::ones({1, 4});
   relaxed(x, rank() == world() - 1).sum().backward();
   REQUIRE(m2->b->bias.grad().defined());
-  REQUIRE(m2->b->bias.grad().sub(1.0 / world()).abs().max().item<double>() < 1e-7);
+  REQUIRE(dist_to(m2->b->bias.grad(), 1.0 / world()) < 1e-7);
   REQUIRE(identical_on_every_rank(*m2) );
 }
 

@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -135,9 +136,18 @@ void relaunch_with_runtime_env(char** argv, RuntimePolicy policy) {
   if (policy == RuntimePolicy::SharedMachine && !detail::wait_policy_chosen()) {
     changed = setenv("OMP_WAIT_POLICY", "passive", 1) == 0;
   }
+  // Started by mpirun with several ranks on this machine: each rank's share of the cores, not all of
+  // them (mpirun may leave the ranks unbound, or bind each to one core; either way no rank should
+  // start more threads than it has cores of its own).
+  const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks_here = local_size ? std::atoi(local_size) : 0;
   double load[1] = {0.0};
-  if (policy == RuntimePolicy::SharedMachine && std::getenv("OMP_NUM_THREADS") == nullptr &&
-      getloadavg(load, 1) == 1) {
+  if (policy == RuntimePolicy::SharedMachine && std::getenv("OMP_NUM_THREADS") == nullptr && ranks_here > 1) {
+    const int procs = omp_get_num_procs(), online = int(sysconf(_SC_NPROCESSORS_ONLN));
+    const int threads = procs * ranks_here > online ? std::max(1, online / ranks_here) : procs;
+    changed = setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1) == 0 || changed;
+  } else if (policy == RuntimePolicy::SharedMachine && std::getenv("OMP_NUM_THREADS") == nullptr &&
+             getloadavg(load, 1) == 1) {
     const int cores = omp_get_num_procs();
     const int threads = detail::threads_for_load(cores, load[0]);
     if (threads > 0 && threads < cores && setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1) == 0) {

@@ -179,8 +179,23 @@ int get_local_rank() {
   return the_group ? local_rank : 0;
 }
 
+// What a group would reject, rejected in a world of one too, so a program's mistakes show up
+// before it is ever run under mpirun.
+static void check_alone(const Tensor& t, ReduceOp op, const char* name) {
+  TT_CHECK(t.defined(), name, ": the tensor is undefined");
+  TT_CHECK_DTYPE(op != ReduceOp::Avg || is_floating_point(t.dtype()), name, ": avg needs a floating-point "
+                 "tensor, got ", t.dtype(), "; use sum and divide");
+  if (t.dtype() == kBool)
+    TT_CHECK(op == ReduceOp::Max || op == ReduceOp::Min, name, ": a bool tensor can be reduced with max "
+             "(any) or min (all), not ", to_string(op));
+}
+
 void allreduce(const Tensor& tensor, ReduceOp op) {
-  if (auto g = current()) g->allreduce(tensor, op)->wait();
+  if (auto g = current()) {
+    g->allreduce(tensor, op)->wait();
+    return;
+  }
+  check_alone(tensor, op, "allreduce");
 }
 void broadcast(const Tensor& tensor, int root) {
   if (auto g = current()) {
@@ -195,21 +210,22 @@ void allgather(const Tensor& output, const Tensor& input) {
     return;
   }
   Shape want = input.shape();
-  want.insert(want.begin(), 1);
+  want.insert(0, 1);
   TT_CHECK_SHAPE(output.shape() == want, "allgather: the output must have shape [world size, *input.shape] = ",
                  want, ", got ", output.shape());
-  output.select(0, 0).copy_(input);
+  Tensor(output).select(0, 0).copy_(input);
 }
 void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
   if (auto g = current()) {
     g->reduce_scatter(output, input, op)->wait();
     return;
   }
+  check_alone(input, op, "reduce_scatter");
   Shape want = output.shape();
-  want.insert(want.begin(), 1);
+  want.insert(0, 1);
   TT_CHECK_SHAPE(input.shape() == want, "reduce_scatter: the input must have shape [world size, *output.shape] "
                  "= ", want, ", got ", input.shape());
-  output.copy_(input.select(0, 0));
+  Tensor(output).copy_(input.select(0, 0));
 }
 void barrier() {
   if (auto g = current()) g->barrier()->wait();

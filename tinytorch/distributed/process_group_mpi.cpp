@@ -129,6 +129,7 @@ MPI_Datatype mpi_type(ScalarType t, bool reducing) {
     case kInt64: return MPI_INT64_T;
     case kBool: return reducing ? MPI_C_BOOL : MPI_BYTE;
     case kBFloat16: return MPI_UINT16_T;  // copied as bits; reductions go through float32
+    case ScalarType::NumTypes: break;
   }
   return MPI_BYTE;
 }
@@ -263,7 +264,7 @@ class ProcessGroupMPI final : public ProcessGroup {
   void check_stacked(const Tensor& big, const Tensor& small, const char* op, const char* big_name,
                      const char* small_name) const {
     Shape want = small.shape();
-    want.insert(want.begin(), size());
+    want.insert(0, size());
     TT_CHECK_SHAPE(big.shape() == want, op, ": the ", big_name, " must have shape [world size, *", small_name,
                    ".shape] = ", want, ", got ", big.shape());
     TT_CHECK_DTYPE(big.dtype() == small.dtype(), op, ": the ", big_name, " is ", big.dtype(), " but the ", small_name,

@@ -92,9 +92,9 @@ Reducer::Reducer(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGrou
   TT_CHECK(options_.bucket_cap_mb > 0, "DistributedDataParallel: bucket_cap_mb must be positive, got ",
            options_.bucket_cap_mb);
   for (const auto& item : module_->named_parameters()) {
-    if (!item.value().requires_grad()) continue;
-    names_.push_back(item.key());
-    params_.push_back(item.value());
+    if (!item.second.requires_grad()) continue;
+    names_.push_back(item.first);
+    params_.push_back(item.second);
   }
   check_parameters_match();
   broadcast_from_rank0(module_->parameters());
@@ -161,7 +161,7 @@ void Reducer::check_parameters_match() const {
     const Tensor& p = params_[size_t(i)];
     s[0] = name_hash(names_[size_t(i)]);
     s[1] = int64_t(p.dtype());
-    s[2] = int64_t(p.device().type());
+    s[2] = int64_t(p.device().type);
     s[3] = p.dim();
     for (int d = 0; d < p.dim(); ++d) {
       if (d < 6) s[4 + d] = p.size(d);
@@ -203,6 +203,7 @@ void Reducer::on_grad_ready(size_t index) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!in_backward_) {
     in_backward_ = true;
+    last_ = LastBackward{};
     std::weak_ptr<Reducer> weak = weak_from_this();
     autograd::queue_callback([weak] {
       if (auto self = weak.lock()) self->finish_backward();
@@ -219,7 +220,8 @@ void Reducer::on_grad_ready(size_t index) {
   ready_[index] = true;
   --b.pending;
   launch_ready_buckets();
-  last_.buckets_started_during_backward = next_bucket_;
+  // Started while gradients were still to come: these overlap the rest of backward.
+  if (std::find(ready_.begin(), ready_.end(), false) != ready_.end()) last_.buckets_started_during_backward = next_bucket_;
 }
 
 void Reducer::launch_ready_buckets() {
