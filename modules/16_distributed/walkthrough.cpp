@@ -301,12 +301,13 @@ void step_3_bandwidth() {
               << fmt("%13.3f", algbw) << fmt("%13.3f", algbw * bus) << "\n";
   }
   std::cout << "    (" << world() << " ranks, one thread each, best of reps)\n";
-  std::cout << ">>> alpha ~ t(4 B) / (2 (W - 1)); the best bus bandwidth and where; n_half = alpha-term / beta-term\n"
-            << "    alpha ~ " << fmt("%.1f", first_us / (2.0 * (W - 1))) << " us; bus bandwidth at best "
-            << fmt("%.2f", peak_bw) << " GB/s (" << bytes_text(double(peak_n)) << "), at 64 MiB "
-            << fmt("%.2f", last_bw)
-            << " GB/s; n_half ~ " << bytes_text(first_us * 1e-6 * peak_bw * 1e9 / bus) << "\n";
-  say("Below n_half an all-reduce is latency: sending 1 KiB costs about what 4 bytes cost. Above\n"
+  std::cout << ">>> the latency floor t(4 B); the best bus bandwidth and where; n_half = t(4 B) x that bandwidth\n"
+            << "    t(4 B) ~ " << fmt("%.1f", first_us) << " us; bus bandwidth at best " << fmt("%.2f", peak_bw)
+            << " GB/s (" << bytes_text(double(peak_n)) << "), at 64 MiB " << fmt("%.2f", last_bw)
+            << " GB/s; n_half ~ " << bytes_text(first_us * 1e-6 * peak_bw / bus * 1e9) << "\n";
+  say("t(4 B) is two tiny all-reduces: the group first all-reduces a fingerprint of each\n"
+      "collective's arguments, to catch ranks that disagree (section 2), then the data. Below\n"
+      "n_half an all-reduce is latency: sending 1 KiB costs about what 4 bytes cost. Above\n"
       "it, time grows with the bytes. On one machine the \"link\" is memory: the bandwidth is best\n"
       "while both ranks' tensors stay in the caches, and falls once they spill to DRAM. This is\n"
       "why gradients are not sent one tensor at a time (a GPT-2 has ~150 parameter tensors, many\n"
@@ -421,7 +422,7 @@ void step_5_buckets() {
   print_buckets(gpt, 25.0);
   say("All 400 kB fit in one bucket of 25 MiB: a model this small sends one message per step, and\n"
       "it can only start once backward has produced the last gradient. With a cap of 0.05 MiB\n"
-      "(52,429 bytes), several buckets, each launched while backward goes on:");
+      "(52,428 bytes), several buckets, each launched while backward goes on:");
   print_buckets(gpt, 0.05);
   say("A bucket takes parameters in reverse order and closes as soon as it holds the cap or more,\n"
       "so it may pass the cap by its last tensor, and a tensor larger than the cap closes its bucket\n"
