@@ -100,8 +100,8 @@ function(tt_add_mpi_test)
   if(NOT ARG_RANKS)
     set(ARG_RANKS 2)
   endif()
-  add_executable(${ARG_NAME} ${ARG_SOURCES} "${PROJECT_SOURCE_DIR}/tests/mpi_main.cpp")
-  target_link_libraries(${ARG_NAME} PRIVATE tinytorch::tinytorch Catch2::Catch2 OpenMP::OpenMP_CXX)
+  add_executable(${ARG_NAME} ${ARG_SOURCES})
+  target_link_libraries(${ARG_NAME} PRIVATE tinytorch::tinytorch tt_mpi_main OpenMP::OpenMP_CXX)
   target_compile_definitions(${ARG_NAME} PRIVATE TT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   target_include_directories(${ARG_NAME} PRIVATE "${PROJECT_SOURCE_DIR}/tests")
   tt_target_defaults(${ARG_NAME})
@@ -109,6 +109,13 @@ function(tt_add_mpi_test)
   # OpenMP/BLAS thread per rank (mpirun binds each rank to one core).
   set(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
           OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=passive)
+  # Under AddressSanitizer, LeakSanitizer is off for the ranks (ASan's memory checks stay on):
+  # OpenMPI never frees what MPI_Init allocates (about 120 KB in 3,300 allocations per rank,
+  # measured), mostly inside plugins it has unloaded by the time LSan reports, so no suppression
+  # can name them. The `_alone` run, which starts no MPI, keeps leak checking.
+  if(TINYTORCH_SANITIZE MATCHES "address")
+    list(APPEND env LSAN_OPTIONS=detect_leaks=0)
+  endif()
   add_test(NAME ${ARG_NAME}_alone COMMAND ${ARG_NAME})
   set_tests_properties(${ARG_NAME}_alone PROPERTIES LABELS "${ARG_LABELS};mpi" TIMEOUT 300
     ENVIRONMENT "OMP_NUM_THREADS=1;OMP_WAIT_POLICY=passive")

@@ -1,7 +1,8 @@
 // The examples' command line: a tiny parser for flags that each take one value (--steps 100),
 // and switches that take none (--qk-norm), bound to the fields of an options struct, with a
 // generated --help (usage line, description, one line per flag with its default), and run_main,
-// which turns an error during the run into its message and exit status 2.
+// which turns an error during the run into its message and exit status 2 (or, in a data-parallel
+// run, ends every rank with it).
 //
 //   examples::Cli cli("train_mlp", "Trains an MLP on a built-in dataset ...\n");
 //   cli.choice("--data", args.data, {"spirals", "digits"}, "the dataset");
@@ -25,6 +26,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <tinytorch/distributed/distributed.h>
 
 namespace examples {
 
@@ -192,12 +195,17 @@ class Cli {
 
 // Runs body() (the training, returning the exit status) and turns an exception (a tt::Error: an
 // unwritable path, an unreadable file) into "<program>: <message>" on stderr and exit status 2.
+// In a data-parallel run of several processes (tt::distributed) the other ranks would wait for this
+// one forever in their next collective, so the error ends the whole job instead:
+// "rank R: <program>: <message>" (tt::distributed::abort).
 template <class Body>
 int run_main(const char* program, Body&& body) {
   try {
     return body();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    const std::string message = std::string(program) + ": " + e.what();
+    if (tt::distributed::get_world_size() > 1) tt::distributed::abort(message);
+    std::fprintf(stderr, "%s\n", message.c_str());
     return 2;
   }
 }

@@ -61,15 +61,19 @@ void end_at_exit() { destroy_process_group(); }
 // NCCL's communicator needs the same 128-byte unique id on every rank: rank 0 makes it and MPI
 // carries it to the others (as llm.c does). A world of one, started without mpirun, needs no MPI.
 std::shared_ptr<ProcessGroup> start_nccl() {
-  std::array<char, 128> id = detail::make_nccl_unique_id();
+  detail::NcclUniqueId id{};
   int rank = 0, size = 1;
-  if (launched_by_mpirun()) {
+  if (!launched_by_mpirun()) {
+    id = detail::make_nccl_unique_id();
+  } else {
 #ifdef TINYTORCH_HAS_MPI
     std::shared_ptr<ProcessGroup> mpi = detail::make_mpi_group();
     mpi_running = true;
     local_rank = detail::mpi_local_rank();
     rank = mpi->rank();
     size = mpi->size();
+    // Only rank 0 makes it: ncclGetUniqueId starts NCCL's bootstrap listener in the caller.
+    if (rank == 0) id = detail::make_nccl_unique_id();
     Tensor bytes = empty({int64_t(id.size())}, TensorOptions().dtype(kBool));  // one byte each
     std::memcpy(bytes.raw_data_ptr(), id.data(), id.size());
     mpi->broadcast(bytes, 0)->wait();
