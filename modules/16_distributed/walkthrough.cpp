@@ -215,7 +215,7 @@ void step_2_collectives() {
   }
   for (dist::ReduceOp op : {dist::ReduceOp::Sum, dist::ReduceOp::Avg, dist::ReduceOp::Max}) {
     Tensor y = x.clone();
-    group()->allreduce(y, op)->wait();
+    dist::allreduce(y, op);
     Tensor all = gather(y);
     const char* name = op == dist::ReduceOp::Sum ? "Sum" : op == dist::ReduceOp::Avg ? "Avg" : "Max";
     std::cout << ">>> y = x.clone(); dist::allreduce(y, ReduceOp::" << name
@@ -228,12 +228,12 @@ void step_2_collectives() {
       "leaves row r of the sum on rank r (an all-reduce is a reduce-scatter then an all-gather):");
   {
     Tensor b = x.clone();
-    group()->broadcast(b, 0)->wait();
+    dist::broadcast(b, 0);
     std::cout << ">>> b = x.clone(); dist::broadcast(b, 0);   (rank " << world() - 1 << "'s b)\n    "
               << values(gather(b)[world() - 1]) << "\n";
     Tensor rows = tt::arange(0.0, double(2 * world()), 1.0).reshape({world(), 2}) + 10.0 * double(rank());
     Tensor mine = tt::zeros({2});
-    group()->reduce_scatter(mine, rows)->wait();
+    dist::reduce_scatter(mine, rows);
     std::cout << ">>> rows = arange(2W).reshape({W, 2}) + 10 * rank; dist::reduce_scatter(mine, rows);\n";
     Tensor all = gather(mine);
     for (int r = 0; r < world(); ++r) std::cout << "    rank " << r << ": " << values(all[r]) << "\n";
@@ -279,12 +279,12 @@ void step_3_bandwidth() {
                     int64_t(1) << 20, int64_t(4) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
     Tensor x = tt::ones({n / 4});
     const int reps = int(std::max<int64_t>(5, std::min<int64_t>(200, (int64_t(256) << 20) / n / 4)));
-    group()->allreduce(x)->wait();  // warm-up: buffers, pages, the communication thread
+    dist::allreduce(x);  // warm-up: buffers, pages, the communication thread
     std::vector<double> times;
     for (int r = 0; r < reps; ++r) {
-      group()->barrier()->wait();
+      dist::barrier();
       const auto t0 = std::chrono::steady_clock::now();
-      group()->allreduce(x)->wait();
+      dist::allreduce(x);
       times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     Tensor t = tt::tensor(times, tt::Shape{int64_t(times.size())}, tt::kFloat64);
@@ -343,10 +343,9 @@ void step_4_equivalence() {
   }
   say("Now for real: each rank builds the MLP from a different seed (100 + rank), and\n"
       "DistributedDataParallel broadcasts rank 0's parameters, so all start equal. Each step, rank\n"
-      "r trains on rows [r B, (r + 1) B) of a batch of W x B = " + std::to_string(world() * 4) +
-      " rows (B = 4), with AdamW; and every rank\n"
-      "also trains, alone and without DDP, a copy built from seed 100 on all W x B rows: what one\n"
-      "process with the big batch would do.");
+      "r trains with AdamW on rows [r B, (r + 1) B) of a batch of W x B rows (B = 4); and every\n"
+      "rank also trains, alone and without DDP, a copy built from seed 100 on all W x B rows:\n"
+      "what one process with the big batch would do.");
   const int64_t B = 4, W = world(), steps = 5;
   RUN(auto model = make_mlp(100 + uint64_t(dist::get_rank())));
   RUN(nn::DistributedDataParallel<nn::Sequential> ddp(model, ddp_options()));
@@ -422,7 +421,7 @@ void step_5_buckets() {
   print_buckets(gpt, 25.0);
   say("All 400 kB fit in one bucket of 25 MiB: a model this small sends one message per step, and\n"
       "it can only start once backward has produced the last gradient. With a cap of 0.05 MiB\n"
-      "(52,428 bytes), several buckets, each launched while backward goes on:");
+      "(52,428 bytes), several buckets, all but the last launched while backward goes on:");
   print_buckets(gpt, 0.05);
   say("A bucket takes parameters in reverse order and closes as soon as it holds the cap or more,\n"
       "so it may pass the cap by its last tensor, and a tensor larger than the cap closes its bucket\n"
