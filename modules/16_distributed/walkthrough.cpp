@@ -300,7 +300,9 @@ void step_3_bandwidth() {
     std::cout << pad(bytes_text(double(n)), 12) << fmt("%10.0f", reps) << fmt("%13.1f", best * 1e6)
               << fmt("%13.3f", algbw) << fmt("%13.3f", algbw * bus) << "\n";
   }
-  std::cout << "    (" << world() << " ranks, one thread each, best of reps)\n";
+  const int threads = tt::get_num_threads();
+  std::cout << "    (" << world() << " ranks, " << threads << (threads == 1 ? " thread" : " threads")
+            << " each, best of reps)\n";
   std::cout << ">>> the latency floor t(4 B); the best bus bandwidth and where; n_half = t(4 B) x that bandwidth\n"
             << "    t(4 B) ~ " << fmt("%.1f", first_us) << " us; bus bandwidth at best " << fmt("%.2f", peak_bw)
             << " GB/s (" << bytes_text(double(peak_n)) << "), at 64 MiB " << fmt("%.2f", last_bw)
@@ -485,7 +487,8 @@ void step_6_overlap() {
     ratios.push_back(o / m);
   }
   std::sort(ratios.begin(), ratios.end());
-  std::cout << ">>> forward + backward (+ gradient averaging), ms, the slowest rank, best of " << rounds << " rounds\n"
+  std::cout << ">>> forward + backward (+ gradient averaging), ms, the slowest rank, best of " << rounds << " rounds, "
+            << tt::get_num_threads() << (tt::get_num_threads() == 1 ? " thread" : " threads") << " a rank\n"
             << "    no communication (plain model)             " << fmt("%8.2f", best_plain) << "\n"
             << "    DDP, one bucket, all-reduce after backward " << fmt("%8.2f", best_one) << "\n"
             << "    DDP, buckets of 1 MiB, overlapped          " << fmt("%8.2f", best_many) << "\n"
