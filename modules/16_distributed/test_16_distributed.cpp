@@ -36,46 +36,10 @@ using tt::data::DistributedSamplerOptions;
 
 namespace {
 
-// A process group of one process, standing in for the default group when the suite runs without
-// mpirun (as walkthrough_16 does): each collective leaves the data as a world of one has it, so the
-// Reducer's buckets, hooks and copies are exercised alone too.
-class WorldOfOne : public dist::ProcessGroup {
- public:
-  WorldOfOne() : ProcessGroup(0, 1) {}
-  dist::Backend backend() const override { return dist::Backend::MPI; }
-  std::shared_ptr<dist::Work> allreduce(const Tensor&, dist::ReduceOp) override { return done(); }
-  std::shared_ptr<dist::Work> broadcast(const Tensor&, int) override { return done(); }
-  std::shared_ptr<dist::Work> allgather(const Tensor& output, const Tensor& input) override {  // [*] -> [1, *]
-    return copy(output, input);
-  }
-  std::shared_ptr<dist::Work> reduce_scatter(const Tensor& output, const Tensor& input, dist::ReduceOp) override {
-    return copy(output, input);  // [1, *] -> [*]
-  }
-  std::shared_ptr<dist::Work> barrier() override { return done(); }
-  [[noreturn]] void abort(const std::string& why) override {
-    std::cerr << "rank 0: " << why << "\n";
-    std::exit(1);
-  }
-
- private:
-  struct Done : dist::Work {
-    bool is_completed() override { return true; }
-    void wait() override {}
-  };
-  static std::shared_ptr<dist::Work> done() { return std::make_shared<Done>(); }
-  static std::shared_ptr<dist::Work> copy(const Tensor& output, const Tensor& input) {
-    tt::NoGradGuard no_grad;
-    Tensor out = output;
-    out.copy_(input.reshape(output.shape()));
-    return done();
-  }
-};
-
 // The job's default group under mpiexec, else a world of one.
 std::shared_ptr<dist::ProcessGroup> group() {
   if (dist::is_initialized()) return dist::default_group();
-  static std::shared_ptr<dist::ProcessGroup> one = std::make_shared<WorldOfOne>();
-  return one;
+  return dist::world_of_one();
 }
 
 nn::DistributedDataParallelOptions ddp_options(double cap_mb = 25.0) {

@@ -38,49 +38,12 @@ namespace dist = tt::distributed;
 
 // --- the world -------------------------------------------------------------------------------------
 
-// A process group of one process, standing in for the default group when the walkthrough runs
-// without mpirun (the library's group exists only after init_process_group). Each collective
-// leaves the data as a world of one has it, so DistributedDataParallel and its Reducer run
-// unchanged: they build buckets, copy gradients in and out, and "average" over one rank.
-class WorldOfOne : public dist::ProcessGroup {
- public:
-  WorldOfOne() : ProcessGroup(0, 1) {}
-  dist::Backend backend() const override { return dist::Backend::MPI; }
-  std::shared_ptr<dist::Work> allreduce(const Tensor&, dist::ReduceOp) override { return done(); }
-  std::shared_ptr<dist::Work> broadcast(const Tensor&, int) override { return done(); }
-  // input [*] -> output [1, *]
-  std::shared_ptr<dist::Work> allgather(const Tensor& output, const Tensor& input) override {
-    return copy(output, input);
-  }
-  // input [1, *] -> output [*]
-  std::shared_ptr<dist::Work> reduce_scatter(const Tensor& output, const Tensor& input, dist::ReduceOp) override {
-    return copy(output, input);
-  }
-  std::shared_ptr<dist::Work> barrier() override { return done(); }
-  [[noreturn]] void abort(const std::string& why) override {
-    std::cerr << "rank 0: " << why << "\n";
-    std::exit(1);
-  }
-
- private:
-  struct Done : dist::Work {
-    bool is_completed() override { return true; }
-    void wait() override {}
-  };
-  static std::shared_ptr<dist::Work> done() { return std::make_shared<Done>(); }
-  static std::shared_ptr<dist::Work> copy(const Tensor& output, const Tensor& input) {
-    tt::NoGradGuard no_grad;
-    Tensor out = output;
-    out.copy_(input.reshape(output.shape()));
-    return done();
-  }
-};
-
-// The group every step uses: the job's default group under mpirun, else a world of one.
+// The group every step uses: the job's default group under mpirun, else this process alone
+// (world_of_one(): its collectives leave the data as one rank has it, so DistributedDataParallel
+// and its Reducer still build buckets and copy gradients in and out).
 std::shared_ptr<dist::ProcessGroup> group() {
   if (dist::is_initialized()) return dist::default_group();
-  static std::shared_ptr<dist::ProcessGroup> one = std::make_shared<WorldOfOne>();
-  return one;
+  return dist::world_of_one();
 }
 int rank() { return group()->rank(); }
 int world() { return group()->size(); }
@@ -183,7 +146,7 @@ void step_1_world() {
   if (alone()) {
     say("A world of one: this process was not started by mpirun, so there is nobody to talk to.\n"
         "Every program runs unchanged this way (world size 1, rank 0). The steps below use a\n"
-        "stand-in group of one process (WorldOfOne, in this file) and say where a partner is\n"
+        "group of this process alone (tt::distributed::world_of_one()) and say where a partner is\n"
         "needed; `tools/tt walkthrough 16` runs them on two ranks.");
     return;
   }

@@ -89,18 +89,6 @@ std::shared_ptr<ProcessGroup> start_nccl() {
 
 }  // namespace
 
-std::string to_string(Backend b) { return b == Backend::MPI ? "mpi" : "nccl"; }
-
-std::string to_string(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Avg: return "avg";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-  }
-  return "?";
-}
-
 bool is_available(Backend backend) {
 #ifdef TINYTORCH_HAS_MPI
   if (backend == Backend::MPI) return true;
@@ -183,57 +171,19 @@ int get_local_rank() {
   return the_group ? local_rank : 0;
 }
 
-// What a group would reject, rejected in a world of one too, so a program's mistakes show up
-// before it is ever run under mpirun.
-static void check_alone(const Tensor& t, ReduceOp op, const char* name) {
-  TT_CHECK(t.defined(), name, ": the tensor is undefined");
-  TT_CHECK_DTYPE(op != ReduceOp::Avg || is_floating_point(t.dtype()), name, ": avg needs a floating-point "
-                 "tensor, got ", t.dtype(), "; use sum and divide");
-  if (t.dtype() == kBool)
-    TT_CHECK(op == ReduceOp::Max || op == ReduceOp::Min, name, ": a bool tensor can be reduced with max "
-             "(any) or min (all), not ", to_string(op));
+// The default group, or this process alone.
+static std::shared_ptr<ProcessGroup> group_or_self() {
+  std::shared_ptr<ProcessGroup> g = current();
+  return g ? g : world_of_one();
 }
 
-void allreduce(const Tensor& tensor, ReduceOp op) {
-  if (auto g = current()) {
-    g->allreduce(tensor, op)->wait();
-    return;
-  }
-  check_alone(tensor, op, "allreduce");
-}
-void broadcast(const Tensor& tensor, int root) {
-  if (auto g = current()) {
-    g->broadcast(tensor, root)->wait();
-    return;
-  }
-  TT_CHECK(root == 0, "broadcast: root ", root, " is not a rank of a world of one");
-}
-void allgather(const Tensor& output, const Tensor& input) {
-  if (auto g = current()) {
-    g->allgather(output, input)->wait();
-    return;
-  }
-  Shape want = input.shape();
-  want.insert(0, 1);
-  TT_CHECK_SHAPE(output.shape() == want, "allgather: the output must have shape [world size, *input.shape] = ",
-                 want, ", got ", output.shape());
-  Tensor(output).select(0, 0).copy_(input);
-}
+void allreduce(const Tensor& tensor, ReduceOp op) { group_or_self()->allreduce(tensor, op)->wait(); }
+void broadcast(const Tensor& tensor, int root) { group_or_self()->broadcast(tensor, root)->wait(); }
+void allgather(const Tensor& output, const Tensor& input) { group_or_self()->allgather(output, input)->wait(); }
 void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
-  if (auto g = current()) {
-    g->reduce_scatter(output, input, op)->wait();
-    return;
-  }
-  check_alone(input, op, "reduce_scatter");
-  Shape want = output.shape();
-  want.insert(0, 1);
-  TT_CHECK_SHAPE(input.shape() == want, "reduce_scatter: the input must have shape [world size, *output.shape] "
-                 "= ", want, ", got ", input.shape());
-  Tensor(output).copy_(input.select(0, 0));
+  group_or_self()->reduce_scatter(output, input, op)->wait();
 }
-void barrier() {
-  if (auto g = current()) g->barrier()->wait();
-}
+void barrier() { group_or_self()->barrier()->wait(); }
 
 void abort(const std::string& why) {
   std::fflush(stdout);

@@ -38,6 +38,12 @@ void destroy_process_group();
 // The default group; throws when init_process_group() has not been called.
 std::shared_ptr<ProcessGroup> default_group();
 
+// The group of this process alone: rank 0 of 1. Its collectives check their arguments as every
+// backend does and leave the data as one rank has it (a copy for allgather and reduce_scatter).
+// The free functions below use it when no group was initialized; pass it to
+// DistributedDataParallelOptions::process_group to run the Reducer (buckets, hooks) in one process.
+std::shared_ptr<ProcessGroup> world_of_one();
+
 // This process's number in 0 .. world size - 1; 0 without a group.
 int get_rank();
 // Processes in the job; 1 without a group.
@@ -45,8 +51,8 @@ int get_world_size();
 // This process's number among those on its machine (the GPU it should use); 0 without a group.
 int get_local_rank();
 
-// Blocking collectives on the default group (a world of one without one: they leave the tensor
-// as it is). The group's own methods return a Work to overlap them with computation.
+// Blocking collectives on the default group, or on world_of_one() without one. The group's own
+// methods return a Work to overlap them with computation.
 void allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum);
 void broadcast(const Tensor& tensor, int root = 0);
 void allgather(const Tensor& output, const Tensor& input);

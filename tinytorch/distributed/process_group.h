@@ -1,7 +1,8 @@
 // ProcessGroup: the collectives of data-parallel training (all-reduce, broadcast, all-gather,
 // reduce-scatter, barrier) over a group of processes, each called by every rank in the same order;
 // Work, the handle of one collective in flight. Two backends implement it: MPI for CPU tensors
-// (process_group_mpi.cpp) and NCCL for CUDA tensors (process_group_nccl.cpp). Everything is in
+// (process_group_mpi.cpp) and NCCL for CUDA tensors (process_group_nccl.cpp); a third,
+// world_of_one() (distributed.h), is this process alone. Everything is in
 // place on the caller's tensors; shapes and dtypes are checked across ranks first (Note [collective
 // checks]). Reach the group made by init_process_group() through default_group() (distributed.h).
 #pragma once
@@ -62,6 +63,16 @@ class ProcessGroup {
   // (MPI_Abort; NCCL aborts its communicator first). For an error that the other ranks cannot
   // see, which would otherwise leave them waiting forever in their next collective.
   [[noreturn]] virtual void abort(const std::string& why) = 0;
+
+ protected:
+  // The argument checks every backend makes before it communicates, with the same messages
+  // everywhere (process_group.cpp). `op` names the collective in the message.
+  static void check_defined(const Tensor& t, const char* op);
+  static void check_reduction(const Tensor& t, ReduceOp reduce, const char* op);
+  // big [W, *small] on every rank, of small's dtype.
+  void check_stacked(const Tensor& big, const Tensor& small, const char* op, const char* big_name,
+                     const char* small_name) const;
+  void check_root(int root, const char* op) const;
 
  private:
   int rank_;

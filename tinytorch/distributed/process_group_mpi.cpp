@@ -181,7 +181,7 @@ class ProcessGroupMPI final : public ProcessGroup {
   // tensor [*] -> root's values on every rank.
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) override {
     check_tensor(tensor, "broadcast");
-    TT_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of this group of ", size());
+    check_root(root, "broadcast");
     return enqueue(fingerprint(Kind::Broadcast, 0, &tensor, root), {tensor}, [this, tensor, root] {
       Tensor buf = tensor.is_contiguous() ? tensor : tensor.contiguous();
       check_mpi(MPI_Bcast(buf.raw_data_ptr(), count(buf), mpi_type(buf.dtype(), false), root, comm_), "MPI_Bcast");
@@ -246,29 +246,10 @@ class ProcessGroupMPI final : public ProcessGroup {
   }
 
   static void check_tensor(const Tensor& t, const char* op) {
-    TT_CHECK(t.defined(), op, ": the tensor is undefined");
+    check_defined(t, op);
     TT_CHECK_DEVICE(t.device().is_cpu(), op, ": the MPI backend works on CPU tensors, this one is on ", t.device(),
                     "; use Backend::NCCL for CUDA tensors, or move it to the CPU");
     count(t);
-  }
-
-  static void check_reduction(const Tensor& t, ReduceOp op, const char* name) {
-    TT_CHECK_DTYPE(op != ReduceOp::Avg || is_floating_point(t.dtype()), name, ": avg needs a floating-point "
-                   "tensor, got ", t.dtype(), "; use sum and divide");
-    if (t.dtype() == kBool)
-      TT_CHECK(op == ReduceOp::Max || op == ReduceOp::Min, name, ": a bool tensor can be reduced with max "
-               "(any) or min (all), not ", to_string(op));
-  }
-
-  // big [W, *small] on every rank.
-  void check_stacked(const Tensor& big, const Tensor& small, const char* op, const char* big_name,
-                     const char* small_name) const {
-    Shape want = small.shape();
-    want.insert(0, size());
-    TT_CHECK_SHAPE(big.shape() == want, op, ": the ", big_name, " must have shape [world size, *", small_name,
-                   ".shape] = ", want, ", got ", big.shape());
-    TT_CHECK_DTYPE(big.dtype() == small.dtype(), op, ": the ", big_name, " is ", big.dtype(), " but the ", small_name,
-                   " is ", small.dtype());
   }
 
   // What MPI reduces: the tensor itself when it is contiguous, else a copy; bf16 as float32.
