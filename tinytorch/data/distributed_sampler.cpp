@@ -38,10 +38,12 @@ std::vector<int64_t> DistributedSampler::indices(uint64_t epoch) const {
   // the order from its start, wrapping as often as needed; with drop_last total_size <= N and the
   // tail is never read. Rank r takes positions r, r + W, r + 2W, ...
   std::vector<int64_t> mine(static_cast<size_t>(num_samples_));
+  // TT_EXERCISE_BEGIN(16, 3)
   for (int64_t i = 0; i < num_samples_; ++i) {
     int64_t position = rank_ + i * num_replicas_;
     mine[size_t(i)] = order[size_t(position % dataset_size_)];
   }
+  // TT_EXERCISE_END
   return mine;
 }
 

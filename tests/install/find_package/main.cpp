@@ -1,6 +1,8 @@
 // The README's library example: a LibTorch-style training program against the installed
 // package. A two-layer network learns y = sin(x) on [-3, 3] with Adam; the trained weights go
 // through a safetensors checkpoint into a fresh network, which must compute the same outputs.
+// Last, one step through DistributedDataParallel on a world of one: it links tt::distributed,
+// and with it the MPI (and NCCL) libraries the package names as its dependencies.
 #include <tinytorch/tinytorch.h>
 
 #include <cstdio>
@@ -36,5 +38,15 @@ int main() {
   tt::NoGradGuard no_grad;
   double loss = tt::F::mse_loss(restored->forward(x), y).item<double>();
   std::printf("loss after reload: %.2e\n", loss);
-  return loss < 1e-3 ? 0 : 1;
+
+  tt::nn::DistributedDataParallel<Net> ddp(
+      restored, tt::nn::DistributedDataParallelOptions().process_group(tt::distributed::world_of_one()));
+  {
+    tt::AutoGradMode grad(true);
+    tt::F::mse_loss(ddp.forward(x), y).backward();  // buckets, hooks, the end-of-backward callback
+  }
+  const bool averaged = restored->fc1->weight.grad().defined() && ddp.reducer()->last_backward().buckets == 1;
+  std::printf("world size %d, gradients through DistributedDataParallel: %s\n", tt::distributed::get_world_size(),
+              averaged ? "yes" : "no");
+  return loss < 1e-3 && averaged ? 0 : 1;
 }
