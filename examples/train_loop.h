@@ -1,7 +1,7 @@
 // Pieces of the training loop the examples share: the GPT size flags, the parameter count, the
 // warmup + cosine learning rate, the gradients of a step (with clipping), the running loss,
-// evaluation as a scope, the checkpoint round trip (save atomically, reload into a fresh model,
-// compare; data-parallel aware) and the final OK/FAIL verdict with its exit status.
+// evaluation as a scope, the checkpoint round trip (save, reload into a fresh model, compare;
+// data-parallel aware) and the final OK/FAIL verdict with its exit status.
 //
 //   auto schedule = examples::warmup_cosine(optimizer, steps, warmup, lr / 20);
 //   examples::RunningLoss loss_avg;
@@ -17,19 +17,14 @@
 //   return verdict.finish("the loss fell enough");   // 0 when every requirement held, else 1
 #pragma once
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
-#include <system_error>
 
-#include <tinytorch/distributed/distributed.h>
 #include <tinytorch/tinytorch.h>
 
 #include "cli.h"
@@ -189,43 +184,30 @@ M& module_of(std::shared_ptr<M>& model) {
   return *model;
 }
 
-// Saves `module` to `path` through a temporary file in the same directory renamed over `path`, so
-// that a reader (another rank, a run killed midway) sees the old file or the whole new one.
-inline void save_atomically(const tt::nn::Module& module, const std::string& path,
-                            const std::map<std::string, std::string>& metadata) {
-  const std::filesystem::path target(path);
-  const std::filesystem::path temp =
-      target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  try {
-    tt::save(module, temp.string(), metadata);
-    std::filesystem::rename(temp, target);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    throw;
-  }
-}
-
 // Saves `model` to `path` (with `metadata`), builds a fresh model with make_model() under seed + 1
 // (so that its own weights differ), loads the file into it, and compares outputs(model) with
 // outputs(fresh model). make_model returns a module or a shared_ptr to one. In a data-parallel run
-// (tt::distributed) rank 0 alone writes the file, atomically, and every rank loads it after a
-// barrier: the check then also proves that the other ranks get rank 0's weights from it (several
-// machines need `path` on a shared file system).
+// (tt::distributed) rank 0 alone writes the file (tt::save writes a temporary file and renames it,
+// so no reader ever sees half a file) and reloads it; the other ranks, which may be on machines
+// that cannot see rank 0's disk, receive its verdict. Every rank builds the fresh model (the same
+// random draws everywhere) and returns the same ReloadCheck.
 template <class Model, class Make, class Outputs>
 ReloadCheck checkpoint_round_trip(Model& model, const std::string& path,
                                   const std::map<std::string, std::string>& metadata, uint64_t seed, Make make_model,
                                   Outputs outputs) {
   ReloadCheck check;
   check.before = outputs(model);
-  if (tt::distributed::get_rank() == 0) save_atomically(module_of(model), path, metadata);
-  tt::distributed::barrier();  // the file is complete before anyone reads it (no-op alone)
+  const bool writer = tt::distributed::get_rank() == 0;
+  if (writer) tt::save(module_of(model), path, metadata);
   tt::manual_seed(seed + 1);  // a differently initialized model...
   auto fresh = make_model();
   auto& reloaded = module_of(fresh);
-  tt::load(reloaded, path);  // ...takes the saved weights
+  if (writer) tt::load(reloaded, path);  // ...takes the saved weights
   check.after = outputs(reloaded);
-  check.max_diff = (check.after - check.before).abs().max().item<double>();
+  tt::Tensor diff = tt::full({1}, writer ? (check.after - check.before).abs().max().item<double>() : 0.0,
+                             tt::kFloat64);
+  tt::distributed::broadcast(diff, 0);  // rank 0's verdict on every rank (alone: unchanged)
+  check.max_diff = diff.item<double>();
   return check;
 }
 

@@ -47,6 +47,25 @@ inline double max_param_diff(const tt::nn::Module& a, const tt::nn::Module& b) {
   return m;
 }
 
+// DDP's options on the job's group, or on world_of_one() when the suite runs alone, so that the
+// Reducer always runs.
+inline tt::nn::DistributedDataParallelOptions on_some_group() {
+  return tt::nn::DistributedDataParallelOptions().process_group(
+      tt::distributed::is_initialized() ? tt::distributed::default_group() : tt::distributed::world_of_one());
+}
+
+// Two heads on one input [N, 4] -> [N, 2]; the second only when asked for.
+struct TwoHeads : tt::nn::Module {
+  TwoHeads() {
+    a = register_module("a", std::make_shared<tt::nn::Linear>(4, 2));
+    b = register_module("b", std::make_shared<tt::nn::Linear>(4, 2));
+  }
+  tt::Tensor forward(const tt::Tensor& x, bool use_b) const {
+    return use_b ? a->forward(x) + b->forward(x) : a->forward(x);
+  }
+  std::shared_ptr<tt::nn::Linear> a, b;
+};
+
 // A two-layer perceptron [N, 4] -> [N, 2].
 struct Mlp : tt::nn::Module {
   explicit Mlp(int64_t hidden = 8) {

@@ -119,18 +119,9 @@ TEST_CASE("buckets: reverse parameter order, closed at the cap, started in order
 
 TEST_CASE("parameters that get no gradient: an error naming them, or handled with find_unused_parameters",
           "[distributed][ddp]") {
-  if (!dist::is_initialized()) return;
-  struct TwoHeads : tt::nn::Module {
-    TwoHeads() {
-      a = register_module("a", std::make_shared<tt::nn::Linear>(4, 2));
-      b = register_module("b", std::make_shared<tt::nn::Linear>(4, 2));
-    }
-    tt::Tensor forward(const tt::Tensor& x, bool use_b) const { return use_b ? a->forward(x) + b->forward(x) : a->forward(x); }
-    std::shared_ptr<tt::nn::Linear> a, b;
-  };
   tt::manual_seed(1);
   auto m1 = std::make_shared<TwoHeads>();
-  DistributedDataParallel<TwoHeads> strict(m1);
+  DistributedDataParallel<TwoHeads> strict(m1, on_some_group());
   REQUIRE_THROWS_WITH(strict(tt::randn({3, 4}), false).sum().backward(),
                       Catch::Contains("2 parameter(s) received no gradient") && Catch::Contains("'b.weight'") &&
                           Catch::Contains("find_unused_parameters(true)"));
@@ -139,7 +130,7 @@ TEST_CASE("parameters that get no gradient: an error naming them, or handled wit
   REQUIRE(m1->b->weight.grad().defined());
 
   auto m2 = std::make_shared<TwoHeads>();
-  DistributedDataParallel<TwoHeads> relaxed(m2, DistributedDataParallelOptions().find_unused_parameters(true));
+  DistributedDataParallel<TwoHeads> relaxed(m2, on_some_group().find_unused_parameters(true));
   relaxed(tt::randn({3, 4}), false).sum().backward();  // b unused on every rank: its .grad stays undefined
   REQUIRE(m2->a->weight.grad().defined());
   REQUIRE_FALSE(m2->b->weight.grad().defined());
@@ -150,7 +141,71 @@ TEST_CASE("parameters that get no gradient: an error naming them, or handled wit
   relaxed(x, rank() == world() - 1).sum().backward();
   REQUIRE(m2->b->bias.grad().defined());
   REQUIRE(dist_to(m2->b->bias.grad(), 1.0 / world()) < 1e-7);
-  REQUIRE(identical_on_every_rank(*m2) );
+  REQUIRE(identical_on_every_rank(*m2));
+}
+
+TEST_CASE("a parameter unused on one rank only: without find_unused_parameters every rank throws, and the "
+          "ranks stay in step", "[distributed][ddp]") {
+  tt::manual_seed(2);
+  auto model = std::make_shared<TwoHeads>();
+  DistributedDataParallel<TwoHeads> ddp(model, on_some_group());
+  REQUIRE_THROWS_WITH(ddp(tt::randn({3, 4}), rank() != 0).sum().backward(),
+                      Catch::Contains("received no gradient in this backward on at least one rank") &&
+                          Catch::Contains("'b.weight'"));
+  // Every rank started the same collectives, so the next step pairs up and averages.
+  for (auto& p : model->parameters()) p.set_grad(tt::Tensor());
+  tt::Tensor x = tt::full({1, 4}, double(rank() + 1));
+  ddp(x, true).sum().backward();
+  const double mean_rank = (world() + 1) / 2.0;  // the mean of rank + 1 over the ranks
+  REQUIRE(dist_to(model->a->weight.grad(), mean_rank) < 1e-6);
+  REQUIRE(identical_on_every_rank(*model));
+}
+
+TEST_CASE("no_sync with find_unused_parameters: what a parameter accumulated under no_sync is averaged even if "
+          "the synced backward leaves it out", "[distributed][ddp]") {
+  const int64_t B = 2, W = world();
+  tt::manual_seed(31);
+  tt::Tensor X = tt::randn({3, W * B, 4});
+  tt::manual_seed(32);
+  auto reference = std::make_shared<TwoHeads>();
+  auto model = std::make_shared<TwoHeads>();
+  model->load_state_dict(reference->state_dict());
+  // One process: micro-batches 0 and 1 use both heads, micro-batch 2 only a.
+  for (int64_t j = 0; j < 3; ++j) (reference->forward(X[j], j < 2).pow(2).mean() / 3.0).backward();
+  DistributedDataParallel<TwoHeads> ddp(model, on_some_group().find_unused_parameters(true));
+  {
+    auto guard = ddp.no_sync();
+    for (int64_t j = 0; j < 2; ++j) (ddp(shard(X[j], B), true).pow(2).mean() / 3.0).backward();
+  }
+  (ddp(shard(X[2], B), false).pow(2).mean() / 3.0).backward();
+  std::vector<tt::Tensor> pr = reference->parameters(), pm = model->parameters();
+  for (size_t i = 0; i < pr.size(); ++i) {
+    INFO("parameter " << i);
+    REQUIRE(pm[i].grad().defined());
+    REQUIRE((pr[i].grad() - pm[i].grad()).abs().max().item<double>() < 1e-6);
+  }
+}
+
+TEST_CASE("an exception in the middle of backward: the next forward says so once, then training goes on",
+          "[distributed][ddp]") {
+  tt::manual_seed(3);
+  auto model = std::make_shared<Mlp>();
+  DistributedDataParallel<Mlp> ddp(model, on_some_group().bucket_cap_mb(1e-6));  // a bucket per tensor
+  auto fail = std::make_shared<bool>(true);
+  // Runs on fc1.weight's gradient: after fc2's gradients (and their buckets), before fc1.weight's.
+  model->fc1->weight.register_hook([fail](const tt::Tensor& g) {
+    TT_CHECK(!*fail, "a hook failing on purpose");
+    return g;
+  });
+  REQUIRE_THROWS_WITH(ddp(tt::randn({4, 4})).sum().backward(), Catch::Contains("a hook failing on purpose"));
+  REQUIRE_THROWS_WITH(ddp(tt::randn({4, 4})), Catch::Contains("the previous backward did not finish"));
+  *fail = false;
+  for (auto& p : model->parameters()) p.set_grad(tt::Tensor());
+  ddp(tt::full({2, 4}, double(rank()))).sum().backward();
+  for (const tt::Tensor& p : model->parameters()) {
+    tt::Tensor all = gather(p.grad());
+    for (int r = 1; r < world(); ++r) REQUIRE(dist_to(all.select(0, r) - all.select(0, 0), 0.0) == 0);
+  }
 }
 
 TEST_CASE("a parameter shape mismatch throws on every rank, naming the parameter and both shapes",

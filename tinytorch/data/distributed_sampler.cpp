@@ -16,6 +16,7 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, const DistributedSa
       seed_(options.seed()),
       drop_last_(options.drop_last()),
       num_samples_(0) {
+  if (!options.num_replicas() || !options.rank()) tt::distributed::check_initialized_under_mpirun("DistributedSampler");
   TT_CHECK(dataset_size_ >= 0, "DistributedSampler: dataset_size must be non-negative, got ", dataset_size_);
   TT_CHECK(num_replicas_ >= 1, "DistributedSampler: num_replicas must be at least 1, got ", num_replicas_);
   TT_CHECK(rank_ >= 0 && rank_ < num_replicas_, "DistributedSampler: rank must be in [0, num_replicas) = [0, ",

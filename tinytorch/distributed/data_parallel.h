@@ -60,6 +60,7 @@ class DistributedDataParallel {
   explicit DistributedDataParallel(std::shared_ptr<M> module, DistributedDataParallelOptions options = {})
       : module_(std::move(module)) {
     TT_CHECK(module_ != nullptr, "DistributedDataParallel: the module is null");
+    if (!options.group) distributed::check_initialized_under_mpirun("DistributedDataParallel");
     std::shared_ptr<distributed::ProcessGroup> group = options.group;
     if (!group && distributed::is_initialized()) group = distributed::default_group();
     if (group) {  // without one: a world of one, nothing to average

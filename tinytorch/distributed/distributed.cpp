@@ -22,13 +22,15 @@ namespace tt::distributed {
 
 namespace {
 
-std::mutex group_mutex;
+// Recursive: an exception thrown while it is held may end the program through terminate_the_job,
+// which reads the group again on the same thread.
+std::recursive_mutex group_mutex;
 std::shared_ptr<ProcessGroup> the_group;
 int local_rank = 0;
 bool mpi_running = false;  // init_process_group started MPI (either backend)
 
 std::shared_ptr<ProcessGroup> current() {
-  std::lock_guard<std::mutex> lock(group_mutex);
+  std::lock_guard<std::recursive_mutex> lock(group_mutex);
   return the_group;
 }
 
@@ -61,7 +63,7 @@ void end_at_exit() { destroy_process_group(); }
 // NCCL's communicator needs the same 128-byte unique id on every rank: rank 0 makes it and MPI
 // carries it to the others (as llm.c does). A world of one, started without mpirun, needs no MPI.
 std::shared_ptr<ProcessGroup> start_nccl() {
-  detail::NcclUniqueId id{};
+  NcclUniqueId id{};
   int rank = 0, size = 1;
   if (!launched_by_mpirun()) {
     id = detail::make_nccl_unique_id();
@@ -105,7 +107,7 @@ bool launched_by_mpirun() {
 }
 
 void init_process_group(Backend backend) {
-  std::lock_guard<std::mutex> lock(group_mutex);
+  std::lock_guard<std::recursive_mutex> lock(group_mutex);
   TT_CHECK(!the_group, "init_process_group: the default group is already initialized (backend ",
            to_string(the_group->backend()), "); call destroy_process_group() first");
   TT_CHECK(is_available(backend), "init_process_group: this build of tinytorch has no ", to_string(backend),
@@ -134,14 +136,22 @@ void init_process_group(Backend backend) {
 
 bool is_initialized() { return current() != nullptr; }
 
+void check_initialized_under_mpirun(const char* who) {
+  TT_CHECK(is_initialized() || !launched_by_mpirun(), who, ": this process was started by mpirun but "
+           "tt::distributed::init_process_group() has not been called, so every rank would train alone on all "
+           "the data; call init_process_group(Backend::MPI) (or NCCL) first, in every rank");
+}
+
 void destroy_process_group() {
   std::shared_ptr<ProcessGroup> group;
   {
-    std::lock_guard<std::mutex> lock(group_mutex);
+    std::lock_guard<std::recursive_mutex> lock(group_mutex);
     group = std::move(the_group);
     the_group.reset();
   }
-  group.reset();  // joins its communication thread once the last handle is gone
+  // Ended now even if a DistributedDataParallel still holds it: MPI is finalized next.
+  if (group) group->shutdown();
+  group.reset();
 #ifdef TINYTORCH_HAS_MPI
   if (mpi_running) detail::finalize_mpi();
 #endif
@@ -167,7 +177,7 @@ int get_world_size() {
 }
 
 int get_local_rank() {
-  std::lock_guard<std::mutex> lock(group_mutex);
+  std::lock_guard<std::recursive_mutex> lock(group_mutex);
   return the_group ? local_rank : 0;
 }
 
@@ -186,14 +196,15 @@ void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op) {
 void barrier() { group_or_self()->barrier()->wait(); }
 
 void abort(const std::string& why) {
-  std::fflush(stdout);
-  if (auto g = current(); g && g->size() > 1) g->abort(why);
-  std::fprintf(stderr, "rank %d: %s\n", get_rank(), why.c_str());
-  std::fflush(stderr);
+  if (auto g = current()) g->abort(why);  // prints the line, ends every rank
 #ifdef TINYTORCH_HAS_MPI
-  detail::mpi_abort_world(1);
+  if (mpi_running) {  // MPI started (an NCCL bootstrap, say) but no group yet
+    detail::print_abort_line(get_rank(), why);
+    detail::mpi_abort_world(1);
+  }
 #endif
-  std::_Exit(1);
+  world_of_one()->abort(why);
+  std::_Exit(1);  // not reached: the virtual abort is [[noreturn]], which the compiler cannot see through
 }
 
 }  // namespace tt::distributed

@@ -32,8 +32,13 @@ bool launched_by_mpirun();
 // the local rank. A second call throws; destroy_process_group() ends it (also done at exit).
 void init_process_group(Backend backend);
 bool is_initialized();
-// Ends the default group (waiting for its collectives) and, if init_process_group started MPI,
-// finalizes it. Optional: a group still alive at exit is ended the same way.
+// Throws when this process was started by mpirun but init_process_group() has not run: a
+// DistributedDataParallel or DistributedSampler built then would quietly train every rank alone on
+// all the data. `who` names the caller in the message. Their constructors call it.
+void check_initialized_under_mpirun(const char* who);
+// Ends the default group (waiting for its collectives; ProcessGroup::shutdown) and, if
+// init_process_group started MPI, finalizes it. Optional: a group still alive at exit is ended the
+// same way. An MPI job cannot start a group again afterwards (MPI allows one MPI_Init per process).
 void destroy_process_group();
 // The default group; throws when init_process_group() has not been called.
 std::shared_ptr<ProcessGroup> default_group();
@@ -53,9 +58,10 @@ int get_local_rank();
 
 // Blocking collectives on the default group, or on world_of_one() without one. The group's own
 // methods return a Work to overlap them with computation.
-void allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum);
-void broadcast(const Tensor& tensor, int root = 0);
-void allgather(const Tensor& output, const Tensor& input);
+void allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum);  // tensor [*] -> op over ranks, in place
+void broadcast(const Tensor& tensor, int root = 0);                  // tensor [*] -> root's values
+void allgather(const Tensor& output, const Tensor& input);           // input [*] -> output [W, *]
+// input [W, *] -> output [*] on rank r = op over the ranks of their input[r]
 void reduce_scatter(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::Sum);
 void barrier();
 

@@ -1,6 +1,8 @@
-// What every ProcessGroup shares: the names of backends and reductions, and the argument checks made
-// before communicating (process_group.h).
+// What every ProcessGroup shares: the names of backends and reductions, the argument checks made
+// before communicating, and the line an abort prints (process_group.h).
 #include "tinytorch/distributed/process_group.h"
+
+#include <cstdio>
 
 #include "tinytorch/core/error.h"
 
@@ -46,5 +48,13 @@ void ProcessGroup::check_stacked(const Tensor& big, const Tensor& small, const c
 void ProcessGroup::check_root(int root, const char* op) const {
   TT_CHECK(root >= 0 && root < size(), op, ": root ", root, " is not a rank of this group of ", size());
 }
+
+namespace detail {
+void print_abort_line(int rank, const std::string& why) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "rank %d: %s\n", rank, why.c_str());
+  std::fflush(stderr);
+}
+}  // namespace detail
 
 }  // namespace tt::distributed

@@ -32,8 +32,9 @@ class Work {
   // True once the result is in the tensor (MPI), or once the GPU has finished it (NCCL).
   virtual bool is_completed() = 0;
   // MPI: blocks until the collective is done. NCCL: makes our compute stream wait for it, so every
-  // later op sees the result (the host does not block). Either way it rethrows the collective's
-  // error (a shape mismatch between ranks, an MPI error) as a tt::Error, on every rank.
+  // later op sees the result (the host does not block). A shape mismatch between ranks is thrown on
+  // every rank: by wait() with MPI (the check runs on the communication thread), by the call itself
+  // with NCCL (the host waits for the check). wait() also rethrows MPI's and NCCL's own errors.
   virtual void wait() = 0;
 };
 
@@ -59,14 +60,26 @@ class ProcessGroup {
                                                ReduceOp op = ReduceOp::Sum) = 0;
   // Completes once every rank has started it.
   virtual std::shared_ptr<Work> barrier() = 0;
+  // allreduce without the cross-rank check of Note [collective checks], for callers that have
+  // already established that every rank passes the same shapes in the same order
+  // (DistributedDataParallel's buckets, compared at construction). NCCL's check makes the host
+  // wait for the GPU, which would stop backward at every bucket; MPI's runs on its communication
+  // thread and is kept.
+  virtual std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op) { return allreduce(tensor, op); }
+  // Ends the group for good (destroy_process_group calls it): waits for the collectives already
+  // started and releases the communicator; later collectives throw. Handles to the group stay valid.
+  // A collective that is still waiting for other ranks at that point would wait forever: with
+  // several ranks that aborts the job, naming this rank.
+  virtual void shutdown() {}
   // Ends every process of the job at once: prints "rank R: why" on stderr and stops the job
   // (MPI_Abort; NCCL aborts its communicator first). For an error that the other ranks cannot
   // see, which would otherwise leave them waiting forever in their next collective.
   [[noreturn]] virtual void abort(const std::string& why) = 0;
 
  protected:
-  // The argument checks every backend makes before it communicates, with the same messages
-  // everywhere (process_group.cpp). `op` names the collective in the message.
+  // Argument checks made before communicating, by the MPI group and world_of_one() with the same
+  // messages (process_group.cpp; NCCL has its own, which also agree across ranks). `op` names the
+  // collective in the message.
   static void check_defined(const Tensor& t, const char* op);
   static void check_reduction(const Tensor& t, ReduceOp reduce, const char* op);
   // big [W, *small] on every rank, of small's dtype.
@@ -78,5 +91,11 @@ class ProcessGroup {
   int rank_;
   int size_;
 };
+
+namespace detail {
+// Flushes stdout, then writes "rank R: why" on stderr: the line every abort prints before it ends
+// the job.
+void print_abort_line(int rank, const std::string& why);
+}  // namespace detail
 
 }  // namespace tt::distributed

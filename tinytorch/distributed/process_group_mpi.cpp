@@ -6,8 +6,8 @@
 // Blocking calls on their own thread rather than MPI's non-blocking ones (MPI_Iallreduce) because
 // MPI makes progress on a non-blocking collective only while some thread is inside MPI: with
 // backward busy, an MPI_Iallreduce would mostly run when wait() is called, and nothing would
-// overlap. Only this thread calls MPI while the group lives (MPI_THREAD_SERIALIZED would do; we ask
-// for MULTIPLE, as the issue measured it is provided). On a machine with no spare core the
+// overlap. Only this thread calls MPI while the group lives, except MPI_Abort, which abort() may
+// call from any thread at any time: hence MPI_THREAD_MULTIPLE, which OpenMPI 4.1 provides. On a machine with no spare core the
 // thread's busy-polling competes with compute; module 16 measures what that costs.
 //
 // Note [collective checks]: MPI cannot tell when ranks pass tensors of different sizes to one
@@ -23,6 +23,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -154,14 +155,30 @@ class ProcessGroupMPI final : public ProcessGroup {
   ProcessGroupMPI(MPI_Comm comm, int rank, int size) : ProcessGroup(rank, size), comm_(comm) {
     worker_ = std::thread([this] { loop(); });
   }
-  ~ProcessGroupMPI() override {
+  ~ProcessGroupMPI() override { shutdown(); }
+
+  // Lets the collectives already started finish (for up to kShutdownWait: with several ranks one
+  // still waiting then is waiting for ranks that will never call it, and the job is ended rather
+  // than left hanging at exit), stops the thread and frees the communicator.
+  void shutdown() override {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (stop_) return;
       stop_ = true;
+      cv_.notify_all();
+      const bool drained = idle_cv_.wait_for(lock, kShutdownWait, [this] { return queue_.empty() && !busy_; });
+      if (!drained && size() > 1) {
+        const size_t waiting = queue_.size() + (busy_ ? 1 : 0);
+        lock.unlock();
+        abort(::tt::detail::concat("the process group is being destroyed (destroy_process_group, or the program is ending) "
+                             "while ", waiting, " collective(s) still wait for the other ranks: they were started "
+                             "but the other ranks never called them; ending the job"));
+      }
     }
-    cv_.notify_all();
     worker_.join();
-    MPI_Comm_free(&comm_);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
   }
 
   Backend backend() const override { return Backend::MPI; }
@@ -225,8 +242,7 @@ class ProcessGroupMPI final : public ProcessGroup {
   }
 
   [[noreturn]] void abort(const std::string& why) override {
-    std::fprintf(stderr, "rank %d: %s\n", rank(), why.c_str());
-    std::fflush(stderr);
+    print_abort_line(rank(), why);
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);  // MPI_Abort does not return; this keeps [[noreturn]] honest if it ever does
   }
@@ -279,7 +295,8 @@ class ProcessGroupMPI final : public ProcessGroup {
     auto work = std::make_shared<WorkMPI>();
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      TT_CHECK(!stop_, "ProcessGroup: the group has been destroyed");
+      TT_CHECK(!stop_, "ProcessGroup: the group has been destroyed (destroy_process_group); no collective can "
+               "run on it any more");
       queue_.push_back(Task{std::move(f), std::move(keep), std::move(run), work});
     }
     cv_.notify_one();
@@ -306,7 +323,7 @@ class ProcessGroupMPI final : public ProcessGroup {
       std::vector<int64_t> fr(all.begin() + r * kFingerprint, all.begin() + (r + 1) * kFingerprint);
       os << (r ? "; " : "") << "rank " << r << ": " << describe(fr);
     }
-    TT_CHECK(false, "collective mismatch: the ranks called different collectives or passed different tensors (",
+    TT_CHECK_SHAPE(false, "collective mismatch: the ranks called different collectives or passed different tensors (",
              os.str(), "); every rank must call the same collectives in the same order with tensors of the same "
              "shape and dtype");
   }
@@ -320,6 +337,7 @@ class ProcessGroupMPI final : public ProcessGroup {
         if (queue_.empty()) return;  // stopping, and every started collective has run
         task = std::move(queue_.front());
         queue_.pop_front();
+        busy_ = true;
       }
       std::exception_ptr error;
       try {
@@ -330,6 +348,11 @@ class ProcessGroupMPI final : public ProcessGroup {
       }
       task.keep.clear();
       task.work->finish(error);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        busy_ = false;
+      }
+      idle_cv_.notify_all();
     }
   }
 
@@ -339,11 +362,17 @@ class ProcessGroupMPI final : public ProcessGroup {
   std::condition_variable cv_;
   std::deque<Task> queue_;
   bool stop_ = false;
+  bool busy_ = false;                   // the thread is running a task
+  std::condition_variable idle_cv_;     // queue empty and not busy
+  static constexpr std::chrono::seconds kShutdownWait{10};
 };
 
 void start_mpi() {
-  int initialized = 0;
+  int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  TT_CHECK(!finalized, "init_process_group: MPI was finalized by destroy_process_group() and cannot be started "
+           "again in this process (MPI allows one MPI_Init per process)");
   int provided = 0;
   if (!initialized) {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
@@ -351,9 +380,9 @@ void start_mpi() {
   } else {
     MPI_Query_thread(&provided);
   }
-  TT_CHECK(provided >= MPI_THREAD_SERIALIZED, "init_process_group: this MPI provides thread level ", provided,
-           "; tinytorch's MPI group needs at least MPI_THREAD_SERIALIZED (its collectives run on their own "
-           "thread)");
+  TT_CHECK(provided >= MPI_THREAD_MULTIPLE, "init_process_group: this MPI provides thread level ", provided,
+           "; tinytorch's MPI group needs MPI_THREAD_MULTIPLE (its collectives run on their own thread, and "
+           "abort may call MPI_Abort from any thread meanwhile)");
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ void nccl_check(ncclResult_t r, const char* call, ncclComm_t comm) {
   os << "ProcessGroupNCCL: " << call << " failed: " << ncclGetErrorString(r);
   const char* detail = comm != nullptr ? ncclGetLastError(comm) : nullptr;
   if (detail != nullptr && detail[0] != '\0') os << " (" << detail << ")";
-  throw Error(os.str());
+  TT_CHECK(false, os.str());
 }
 #define TT_NCCL_CHECK(expr, comm) nccl_check((expr), #expr, (comm))
 
@@ -96,8 +96,8 @@ ncclDataType_t nccl_dtype(ScalarType t) {
     case kBFloat16: return ncclBfloat16;
     default: break;
   }
-  throw DtypeError(
-      concat("ProcessGroupNCCL: dtype ", t, " is not supported (float32, float64, int64, bfloat16)"));
+  TT_CHECK_DTYPE(false, "ProcessGroupNCCL: dtype ", t, " is not supported (float32, float64, int64, bfloat16)");
+  return ncclFloat32;
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -107,7 +107,8 @@ ncclRedOp_t nccl_op(ReduceOp op) {
     case ReduceOp::Max: return ncclMax;
     case ReduceOp::Min: return ncclMin;
   }
-  throw Error("ProcessGroupNCCL: unknown reduce op");
+  TT_CHECK(false, "ProcessGroupNCCL: unknown reduce op");
+  return ncclSum;
 }
 
 // The collectives, as the first field of a call's fingerprint.
@@ -153,7 +154,7 @@ struct ProcessGroupNCCL::State {
 
   // Throws if NCCL reported an error on the communicator since the last look.
   void check_async_error() const {
-    if (comm == nullptr) throw Error("ProcessGroupNCCL: the communicator was aborted");
+    TT_CHECK(comm != nullptr, "ProcessGroupNCCL: the communicator was aborted");
     ncclResult_t r = ncclSuccess;
     TT_NCCL_CHECK(ncclCommGetAsyncError(comm, &r), comm);
     TT_NCCL_CHECK(r, comm);
@@ -289,9 +290,9 @@ void check_across_ranks(ProcessGroupNCCL::State& s, const char* what, const std:
   TT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
   s.check_async_error();
 
-  if (!own_error.empty()) throw Error(own_error);
+  TT_CHECK(own_error.empty(), own_error);
   if (s.check_host[kRejected] != 0) {
-    throw Error(concat("ProcessGroupNCCL ", what, ": another rank rejected its arguments (its own error says why)"));
+    TT_CHECK(false, "ProcessGroupNCCL ", what, ": another rank rejected its arguments (its own error says why)");
   }
   std::ostringstream diff;
   for (int i = kKind; i < kFields; ++i) {
@@ -309,8 +310,8 @@ void check_across_ranks(ProcessGroupNCCL::State& s, const char* what, const std:
     }
   }
   if (diff.tellp() > 0) {
-    throw ShapeError(concat("ProcessGroupNCCL ", what, ": the ranks' calls do not match: ", diff.str(),
-                            "; this rank (", s.rank, ") called it with ", own_shape));
+    TT_CHECK_SHAPE(false, "ProcessGroupNCCL ", what, ": the ranks' calls do not match: ", diff.str(),
+                   "; this rank (", s.rank, ") called it with ", own_shape);
   }
 }
 
@@ -371,6 +372,26 @@ std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp
     error = concat("ProcessGroupNCCL allreduce: avg needs a floating-point tensor, got ", tensor.dtype());
   check_across_ranks(*state_, "allreduce", error, fingerprint(Kind::AllReduce, int64_t(op), 0, tensor, tensor),
                      describe(tensor));
+  State& s = *state_;
+  return enqueue(state_, {tensor}, [&] {
+    void* p = tensor.raw_data_ptr();
+    TT_NCCL_CHECK(
+        ncclAllReduce(p, p, size_t(tensor.numel()), nccl_dtype(tensor.dtype()), nccl_op(op), s.comm, s.stream),
+        s.comm);
+  });
+}
+
+// The same all-reduce without check_across_ranks (ProcessGroup::allreduce_unchecked): no host
+// synchronization, so DistributedDataParallel's buckets queue behind backward's kernels without
+// stopping the host. This rank's own argument checks stay.
+std::shared_ptr<Work> ProcessGroupNCCL::allreduce_unchecked(const Tensor& tensor, ReduceOp op) {
+  if (on_host(tensor)) return allreduce(tensor, op);  // bookkeeping on the host: checked, blocking
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  cuda::DeviceGuard guard(device_);
+  const std::string error = reject("allreduce", "the tensor", tensor, device_);
+  TT_CHECK(error.empty(), error);
+  TT_CHECK_DTYPE(op != ReduceOp::Avg || tensor.is_floating_point(),
+                 "ProcessGroupNCCL allreduce: avg needs a floating-point tensor, got ", tensor.dtype());
   State& s = *state_;
   return enqueue(state_, {tensor}, [&] {
     void* p = tensor.raw_data_ptr();
@@ -475,8 +496,7 @@ std::shared_ptr<ProcessGroup> make_nccl_group(int rank, int size, int device, co
 }  // namespace detail
 
 void ProcessGroupNCCL::abort(const std::string& why) {
-  std::fprintf(stderr, "rank %d: %s\n", rank(), why.c_str());
-  std::fflush(stderr);
+  detail::print_abort_line(rank(), why);
   if (state_ != nullptr && state_->comm != nullptr) {
     (void)ncclCommAbort(state_->comm);  // unblocks our kernels; the other ranks' fail or are killed below
     state_->comm = nullptr;

@@ -49,14 +49,18 @@ class ProcessGroupNCCL final : public ProcessGroup {
   Backend backend() const override { return Backend::NCCL; }
   int device() const { return device_; }
 
-  // See ProcessGroup. Each returns as soon as the collective is queued; Work::wait() orders the
-  // compute stream after it; the Work keeps the tensors alive until the GPU is done with them.
+  // See ProcessGroup. Each first compares its arguments across ranks, waiting on the host for that
+  // small all-reduce (Note [NCCL collective checks]), then queues the collective and returns;
+  // allreduce_unchecked skips the comparison and never waits. Work::wait() orders the compute stream
+  // after the collective; the Work keeps the tensors alive until the GPU is done with them.
   std::shared_ptr<Work> allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::Sum) override;
+  std::shared_ptr<Work> allreduce_unchecked(const Tensor& tensor, ReduceOp op) override;
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root = 0) override;
   std::shared_ptr<Work> allgather(const Tensor& output, const Tensor& input) override;
   std::shared_ptr<Work> reduce_scatter(const Tensor& output, const Tensor& input,
                                        ReduceOp op = ReduceOp::Sum) override;
-  // An all-reduce of one element, waited for on the host: returns once every rank has reached it
+  // The cross-rank check alone (an all-reduce of the call's fingerprint), waited for on the host:
+  // returns once every rank has reached it
   // (and every collective queued before it has finished). The Work it returns is complete.
   std::shared_ptr<Work> barrier() override;
   // ncclCommAbort, "rank R: why" on stderr, then MPI_Abort when MPI runs, else exit status 1.

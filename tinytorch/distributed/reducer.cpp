@@ -100,7 +100,9 @@ Reducer::Reducer(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGrou
   broadcast_from_rank0(module_->parameters());
   broadcast_from_rank0(module_->buffers());
 
-  const auto plan = assign_buckets(params_, int64_t(options_.bucket_cap_mb * 1024.0 * 1024.0));
+  // At least one byte, at most 2^62: a cap below a byte means one tensor per bucket, a huge one a single bucket.
+  const double cap = std::min(std::max(options_.bucket_cap_mb * 1024.0 * 1024.0, 1.0), 4.6e18);
+  const auto plan = assign_buckets(params_, int64_t(cap));
   bucket_of_.assign(params_.size(), 0);
   offset_of_.assign(params_.size(), 0);
   for (size_t b = 0; b < plan.size(); ++b) {
@@ -152,7 +154,7 @@ void Reducer::check_parameters_match() const {
     std::ostringstream os;
     std::vector<int64_t> per_rank = all_counts.to_vector<int64_t>();
     for (size_t r = 0; r < per_rank.size(); ++r) os << (r ? ", " : "") << "rank " << r << ": " << per_rank[r];
-    TT_CHECK(false, "DistributedDataParallel: the ranks' models have different numbers of trainable parameters (",
+    TT_CHECK_SHAPE(false, "DistributedDataParallel: the ranks' models have different numbers of trainable parameters (",
              os.str(), "); every rank must build the same model");
   }
   std::vector<int64_t> sig(size_t(n * kSignature), 0);
@@ -182,7 +184,7 @@ void Reducer::check_parameters_match() const {
       const std::string& name = names_[size_t(i)];
       TT_CHECK(s0[0] == sr[0], "DistributedDataParallel: trainable parameter ", i, " has a different name on rank ",
                r, " than on rank 0 (this rank calls it '", name, "'); every rank must build the same model");
-      TT_CHECK(false, "DistributedDataParallel: parameter '", name, "' has shape ", shape_of(s0), " on rank 0 but ",
+      TT_CHECK_SHAPE(false, "DistributedDataParallel: parameter '", name, "' has shape ", shape_of(s0), " on rank 0 but ",
                shape_of(sr), " on rank ", r, "; every rank must build the same model");
     }
   }
@@ -195,12 +197,22 @@ void Reducer::broadcast_from_rank0(const std::vector<Tensor>& tensors) const {
 }
 
 void Reducer::prepare_forward() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (in_backward_) {  // an exception ended the last backward before its callback ran
+      abandon_iteration();
+      TT_CHECK(false, "DistributedDataParallel: the previous backward did not finish (an exception interrupted "
+               "it), so its gradients were not averaged; they are left as they were. If every rank caught the "
+               "same exception, zero the gradients and go on; otherwise the ranks have diverged");
+    }
+  }
   if (options_.broadcast_buffers && group_->size() > 1) broadcast_from_rank0(module_->buffers());
 }
 
 void Reducer::on_grad_ready(size_t index) {
-  if (!sync_) return;  // no_sync: .grad accumulates locally
   std::lock_guard<std::mutex> lock(mutex_);
+  used_since_sync_[index] = true;
+  if (!sync_) return;  // no_sync: .grad accumulates locally
   if (!in_backward_) {
     in_backward_ = true;
     last_ = LastBackward{};
@@ -211,24 +223,30 @@ void Reducer::on_grad_ready(size_t index) {
   }
   TT_CHECK(!ready_[index], "DistributedDataParallel: parameter '", names_[index], "' received a gradient twice "
            "in one backward; each backward may reach a parameter's .grad only once");
-  Bucket& b = *buckets_[bucket_of_[index]];
-  const Tensor& p = params_[index];
-  {
-    NoGradGuard no_grad;
-    b.flat.slice(0, offset_of_[index], offset_of_[index] + p.numel()).copy_(p.grad().reshape({-1}));
-  }
+  copy_into_bucket(index, params_[index].grad());
   ready_[index] = true;
-  --b.pending;
+  ++ready_count_;
   launch_ready_buckets();
   // Started while gradients were still to come: these overlap the rest of backward.
-  if (std::find(ready_.begin(), ready_.end(), false) != ready_.end()) last_.buckets_started_during_backward = next_bucket_;
+  if (ready_count_ < params_.size()) last_.buckets_started_during_backward = next_bucket_;
+}
+
+// Its gradient (or zeros, for an undefined one) into its slot, and one fewer for its bucket to wait for.
+void Reducer::copy_into_bucket(size_t index, const Tensor& grad) {
+  Bucket& b = *buckets_[bucket_of_[index]];
+  const Tensor& p = params_[index];
+  NoGradGuard no_grad;
+  Tensor slot = b.flat.slice(0, offset_of_[index], offset_of_[index] + p.numel());
+  if (grad.defined()) slot.copy_(grad.reshape({-1}));
+  else slot.zero_();
+  --b.pending;
 }
 
 void Reducer::launch_ready_buckets() {
   // TT_EXERCISE_BEGIN(16, 2)
   while (next_bucket_ < buckets_.size() && buckets_[next_bucket_]->pending == 0) {
     Bucket& b = *buckets_[next_bucket_];
-    b.work = group_->allreduce(b.flat, ReduceOp::Avg);
+    b.work = group_->allreduce_unchecked(b.flat, ReduceOp::Avg);
     ++next_bucket_;
   }
   // TT_EXERCISE_END
@@ -236,45 +254,48 @@ void Reducer::launch_ready_buckets() {
 
 void Reducer::finish_backward() {
   std::lock_guard<std::mutex> lock(mutex_);
-  in_backward_ = false;
-  std::vector<size_t> unused;
+  // Every rank starts every bucket, in order, whatever it found missing: a rank that stopped early
+  // would leave the others waiting, or pair its next collective with their last bucket. A
+  // parameter without a gradient in this backward contributes what it accumulated under no_sync,
+  // or zeros.
   for (size_t i = 0; i < params_.size(); ++i)
-    if (!ready_[i]) unused.push_back(i);
-  if (!unused.empty() && !options_.find_unused_parameters) {
-    std::ostringstream os;
-    for (size_t k = 0; k < unused.size() && k < 10; ++k) os << (k ? ", " : "") << "'" << names_[unused[k]] << "'";
-    if (unused.size() > 10) os << " and " << unused.size() - 10 << " more";
-    const size_t n = unused.size();
-    for (auto& b : buckets_)
-      if (b->work) b->work->wait();
-    reset_iteration();
-    TT_CHECK(false, "DistributedDataParallel: ", n, " parameter(s) received no gradient in this backward: ",
-             os.str(), ". Their buckets can never be all-reduced. Construct it with "
-             "DistributedDataParallelOptions().find_unused_parameters(true) if the forward may leave parameters "
-             "out, or make the loss depend on every parameter");
-  }
-  {
-    NoGradGuard no_grad;
-    for (size_t i : unused) {  // counts as zero on this rank
-      Bucket& b = *buckets_[bucket_of_[i]];
-      b.flat.slice(0, offset_of_[i], offset_of_[i] + params_[i].numel()).zero_();
-      --b.pending;
-    }
-  }
+    if (!ready_[i]) copy_into_bucket(i, used_since_sync_[i] ? params_[i].grad() : Tensor());
   launch_ready_buckets();
-  Tensor used_anywhere;
-  if (options_.find_unused_parameters) {
-    std::vector<int64_t> used(params_.size());
-    for (size_t i = 0; i < params_.size(); ++i) used[i] = ready_[i] ? 1 : 0;
-    used_anywhere = tensor(used);
-    group_->allreduce(used_anywhere, ReduceOp::Max)->wait();
+  // Then one small all-reduce tells every rank what every other saw: [used since the last sync
+  // anywhere (max) | got a gradient in this backward everywhere (-max of -flag = min)].
+  const size_t P = params_.size();
+  std::vector<int64_t> flags(2 * P);
+  for (size_t i = 0; i < P; ++i) {
+    flags[i] = used_since_sync_[i] ? 1 : 0;
+    flags[P + i] = ready_[i] ? -1 : 0;
   }
-  for (auto& b : buckets_) b->work->wait();
-  std::vector<int64_t> used = used_anywhere.defined() ? used_anywhere.to_vector<int64_t>() : std::vector<int64_t>();
+  Tensor agreed = tensor(flags);
+  std::shared_ptr<Work> flags_work = group_->allreduce_unchecked(agreed, ReduceOp::Max);
+  try {
+    for (auto& b : buckets_) b->work->wait();
+    flags_work->wait();
+  } catch (...) {
+    abandon_iteration();
+    throw;
+  }
+  std::vector<int64_t> f = agreed.to_vector<int64_t>();
+  std::vector<size_t> missing;  // no gradient in this backward on at least one rank
+  for (size_t i = 0; i < P; ++i)
+    if (f[P + i] == 0) missing.push_back(i);
+  if (!missing.empty() && !options_.find_unused_parameters) {
+    std::ostringstream os;
+    for (size_t k = 0; k < missing.size() && k < 10; ++k) os << (k ? ", " : "") << "'" << names_[missing[k]] << "'";
+    if (missing.size() > 10) os << " and " << missing.size() - 10 << " more";
+    reset_iteration();
+    TT_CHECK(false, "DistributedDataParallel: ", missing.size(), " parameter(s) received no gradient in this "
+             "backward on at least one rank: ", os.str(), ". Construct it with DistributedDataParallelOptions()"
+             ".find_unused_parameters(true) if the forward may leave parameters out, or make the loss depend on "
+             "every parameter. The gradients were not averaged");
+  }
   {
     NoGradGuard no_grad;
-    for (size_t i = 0; i < params_.size(); ++i) {
-      if (!used.empty() && used[i] == 0) continue;  // unused on every rank: .grad stays as it was
+    for (size_t i = 0; i < P; ++i) {
+      if (f[i] == 0) continue;  // unused on every rank since the last sync: .grad stays as it was
       const Tensor& p = params_[i];
       Tensor avg = buckets_[bucket_of_[i]]->flat.slice(0, offset_of_[i], offset_of_[i] + p.numel()).reshape(p.shape());
       Tensor g = p.grad();
@@ -286,8 +307,23 @@ void Reducer::finish_backward() {
   reset_iteration();
 }
 
+// After an error: waits for whatever was started (its errors were or will be reported by the call
+// that failed), then forgets the iteration.
+void Reducer::abandon_iteration() {
+  for (auto& b : buckets_) {
+    if (!b->work) continue;
+    try {
+      b->work->wait();
+    } catch (...) {
+    }
+  }
+  reset_iteration();
+}
+
 void Reducer::reset_iteration() {
   ready_.assign(params_.size(), false);
+  used_since_sync_.assign(params_.size(), false);
+  ready_count_ = 0;
   for (auto& b : buckets_) {
     b->pending = b->params.size();
     b->work.reset();

@@ -40,13 +40,15 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
 
   // Registers the gradient hooks (they hold a weak pointer to this reducer).
   void attach();
-  // Called before each forward: broadcasts buffers from rank 0 (broadcast_buffers).
+  // Called before each forward: broadcasts buffers from rank 0 (broadcast_buffers). Throws (once)
+  // when an exception ended the previous backward before its gradients were averaged.
   void prepare_forward();
   // Turns synchronization off (no_sync) or back on: while off, gradients accumulate locally.
   void set_sync(bool on) { sync_ = on; }
   bool sync() const { return sync_; }
 
-  // For tests and module 16: the buckets as lists of parameter indices (into module->parameters()),
+  // For tests and module 16: the buckets as lists of parameter indices (into the trainable
+  // parameters, those of module->parameters() that require grad, in that order),
   // in launch order, and how many all-reduces the last backward started while backward was still
   // running (overlapped) out of how many in all.
   std::vector<std::vector<size_t>> bucket_indices() const;
@@ -59,8 +61,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
  private:
   struct Bucket;
   void on_grad_ready(size_t index);
+  void copy_into_bucket(size_t index, const Tensor& grad);
   void launch_ready_buckets();
   void finish_backward();
+  void abandon_iteration();
   void reset_iteration();
   void check_parameters_match() const;
   void broadcast_from_rank0(const std::vector<Tensor>& tensors) const;
@@ -75,6 +79,8 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   std::vector<int64_t> offset_of_;      // parameter index -> element offset in its bucket
   std::vector<HookHandle> hooks_;
   std::vector<bool> ready_;             // this backward: gradient copied into its bucket
+  std::vector<bool> used_since_sync_;   // got a gradient since the last synchronized backward (no_sync too)
+  size_t ready_count_ = 0;
   size_t next_bucket_ = 0;              // the next bucket to start, in launch order
   bool in_backward_ = false;            // a finish_backward callback is queued
   bool sync_ = true;

@@ -21,7 +21,8 @@ struct Done final : Work {
 class WorldOfOne final : public ProcessGroup {
  public:
   WorldOfOne() : ProcessGroup(0, 1) {}
-  // Whichever the build has (it never communicates): tests compare the backend with the default group's.
+  // It never communicates, so no backend is its own; it reports MPI when the build has MPI (its
+  // stand-in role: module 16 runs MPI's lessons on it) and NCCL otherwise.
   Backend backend() const override { return is_available(Backend::MPI) ? Backend::MPI : Backend::NCCL; }
 
   // tensor [*] -> unchanged.
@@ -48,9 +49,7 @@ class WorldOfOne final : public ProcessGroup {
   }
   std::shared_ptr<Work> barrier() override { return done(); }
   [[noreturn]] void abort(const std::string& why) override {
-    std::fflush(stdout);
-    std::fprintf(stderr, "rank 0: %s\n", why.c_str());
-    std::fflush(stderr);
+    detail::print_abort_line(0, why);
     std::_Exit(1);
   }
 
