@@ -18,8 +18,9 @@
 // --batch-size is per rank, as in PyTorch: each step every rank draws the same global batch of
 // W * B rows (same seed) and trains on its own B of them, so W ranks take the steps one process
 // takes with --batch-size W*B. Rank 0 alone prints and writes files, and reloads the checkpoint
-// (the other ranks may be on machines without its disk; they get its verdict). An error on one rank ends the job ("rank R: ..."). --ddp starts the group without
-// mpirun (a world of one: the same numbers as without it; tools/gpu/nccl_check.sh uses it).
+// (the other ranks may be on machines without its disk; they get its verdict). An error on one
+// rank ends the job ("rank R: ..."). --ddp starts the group without mpirun (a world of one: the
+// same numbers as without it; tools/gpu/nccl_check.sh uses it).
 //
 //   mpirun -np 2 build/examples/train_gpt_task        # as root: OMPI_ALLOW_RUN_AS_ROOT=1 and
 //                                                     # OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -102,9 +102,10 @@ int main(int argc, char** argv) {
   }
   using DDP = tt::nn::DistributedDataParallel<tt::nn::GPT>;
   std::vector<std::unique_ptr<DDP>> ddps;
-  for (const Setting& s : settings)
-    ddps.push_back(s.cap_mb > 0 ? std::make_unique<DDP>(model, tt::nn::DistributedDataParallelOptions().bucket_cap_mb(s.cap_mb))
-                                : nullptr);
+  for (const Setting& s : settings) {
+    if (s.cap_mb == 0) ddps.push_back(nullptr);
+    else ddps.push_back(std::make_unique<DDP>(model, tt::nn::DistributedDataParallelOptions().bucket_cap_mb(s.cap_mb)));
+  }
   // Every hook is registered once per DDP: only the one whose forward ran should answer. Each
   // wrapper's reducer is switched off (no_sync) except the one being timed.
   tt::Tensor ids = tt::randint(0, V, {args.batch, T}), targets = tt::randint(0, V, {args.batch, T});

@@ -213,7 +213,8 @@ TEST_CASE("a parameter shape mismatch throws on every rank, naming the parameter
   if (world() == 1) return;
   auto model = std::make_shared<Mlp>(rank() == 0 ? 8 : 9);
   REQUIRE_THROWS_WITH(DistributedDataParallel<Mlp>(model),
-                      Catch::Contains("parameter 'fc1.weight' has shape [8, 4] float32 on rank 0 but [9, 4] float32 on rank 1"));
+                      Catch::Contains("parameter 'fc1.weight' has shape [8, 4] float32 on rank 0 but "
+                                      "[9, 4] float32 on rank 1"));
   auto extra = std::make_shared<tt::nn::Sequential>();
   for (int k = 0; k <= rank(); ++k) extra->push_back(std::make_shared<tt::nn::Linear>(2, 2));
   REQUIRE_THROWS_WITH(DistributedDataParallel<tt::nn::Sequential>(extra),

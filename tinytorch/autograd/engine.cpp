@@ -9,8 +9,8 @@
 // first use in the forward, so by creation order alone it would wait behind every node made after
 // that use, which for a parameter used early and again late (tied weights) is the whole backward.
 // DistributedDataParallel relies on this to start all-reducing early. When the queue is empty,
-// the callbacks queued during this backward (queue_callback) run, in the order they were queued. Each node's incoming gradients are summed in a buffer, the
-// node's hooks see that sum, its backward turns it into gradients for its inputs, and those are
+// the callbacks queued during this backward (queue_callback) run, in the order they were queued.
+// Each node's incoming gradients are summed in a buffer, the node's hooks see that sum, its backward turns it into gradients for its inputs, and those are
 // added into the buffers of the nodes its edges point at. AccumulateGrad nodes at the leaves add
 // the final sum into .grad.
 #include "tinytorch/autograd/engine.h"

@@ -24,8 +24,9 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
 // they were queued, including ones queued by a callback; an exception from one ends the backward
 // with it. Call it from a hook during backward (as PyTorch's Variable._execution_engine.
 // queue_callback): outside one it throws. A backward started inside a hook is a pass of its own:
-// a callback queued while it runs runs when it ends, not when the outer one does. DistributedDataParallel queues one per backward to
-// wait for its last all-reduces and write the averaged gradients back.
+// a callback queued while it runs runs when it ends, not when the outer one does.
+// DistributedDataParallel queues one per backward to wait for its last all-reduces and write the
+// averaged gradients back.
 void queue_callback(std::function<void()> fn);
 
 }  // namespace tt::autograd

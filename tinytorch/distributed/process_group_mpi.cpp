@@ -7,8 +7,9 @@
 // MPI makes progress on a non-blocking collective only while some thread is inside MPI: with
 // backward busy, an MPI_Iallreduce would mostly run when wait() is called, and nothing would
 // overlap. Only this thread calls MPI while the group lives, except MPI_Abort, which abort() may
-// call from any thread at any time: hence MPI_THREAD_MULTIPLE, which OpenMPI 4.1 provides. On a machine with no spare core the
-// thread's busy-polling competes with compute; module 16 measures what that costs.
+// call from any thread at any time: hence MPI_THREAD_MULTIPLE, which OpenMPI 4.1 provides. On a
+// machine with no spare core the thread's busy-polling competes with compute; module 16 measures
+// what that costs.
 //
 // Note [collective checks]: MPI cannot tell when ranks pass tensors of different sizes to one
 // collective: with mismatched counts one rank gets MPI_ERR_TRUNCATE while the other's MPI_Allreduce
@@ -170,9 +171,9 @@ class ProcessGroupMPI final : public ProcessGroup {
       if (!drained && size() > 1) {
         const size_t waiting = queue_.size() + (busy_ ? 1 : 0);
         lock.unlock();
-        abort(::tt::detail::concat("the process group is being destroyed (destroy_process_group, or the program is ending) "
-                             "while ", waiting, " collective(s) still wait for the other ranks: they were started "
-                             "but the other ranks never called them; ending the job"));
+        abort(::tt::detail::concat("the process group is being destroyed (destroy_process_group, or the program "
+                                   "is ending) while ", waiting, " collective(s) still wait for the other ranks: "
+                                   "they were started but the other ranks never called them; ending the job"));
       }
     }
     worker_.join();
@@ -226,7 +227,8 @@ class ProcessGroupMPI final : public ProcessGroup {
     check_tensor(output, "reduce_scatter");
     check_stacked(input, output, "reduce_scatter", "input", "output");
     check_reduction(input, op, "reduce_scatter");
-    return enqueue(fingerprint(Kind::ReduceScatter, int64_t(op), &input, 0), {output, input}, [this, output, input, op] {
+    auto f = fingerprint(Kind::ReduceScatter, int64_t(op), &input, 0);
+    return enqueue(std::move(f), {output, input}, [this, output, input, op] {
       Tensor in = reduction_buffer(input.contiguous());  // only read by MPI
       Tensor out = reduction_buffer(output.is_contiguous() ? output : output.contiguous());
       check_mpi(MPI_Reduce_scatter_block(in.raw_data_ptr(), out.raw_data_ptr(), int(out.numel()),

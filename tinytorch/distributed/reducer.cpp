@@ -155,7 +155,7 @@ void Reducer::check_parameters_match() const {
     std::vector<int64_t> per_rank = all_counts.to_vector<int64_t>();
     for (size_t r = 0; r < per_rank.size(); ++r) os << (r ? ", " : "") << "rank " << r << ": " << per_rank[r];
     TT_CHECK_SHAPE(false, "DistributedDataParallel: the ranks' models have different numbers of trainable parameters (",
-             os.str(), "); every rank must build the same model");
+                   os.str(), "); every rank must build the same model");
   }
   std::vector<int64_t> sig(size_t(n * kSignature), 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -184,8 +184,8 @@ void Reducer::check_parameters_match() const {
       const std::string& name = names_[size_t(i)];
       TT_CHECK(s0[0] == sr[0], "DistributedDataParallel: trainable parameter ", i, " has a different name on rank ",
                r, " than on rank 0 (this rank calls it '", name, "'); every rank must build the same model");
-      TT_CHECK_SHAPE(false, "DistributedDataParallel: parameter '", name, "' has shape ", shape_of(s0), " on rank 0 but ",
-               shape_of(sr), " on rank ", r, "; every rank must build the same model");
+      TT_CHECK_SHAPE(false, "DistributedDataParallel: parameter '", name, "' has shape ", shape_of(s0),
+                     " on rank 0 but ", shape_of(sr), " on rank ", r, "; every rank must build the same model");
     }
   }
 }
