@@ -27,6 +27,7 @@ DistributedSampler::DistributedSampler(int64_t dataset_size, const DistributedSa
 }
 
 std::vector<int64_t> DistributedSampler::indices(uint64_t epoch) const {
+  // TT_EXERCISE_BEGIN(16, 3)
   // The epoch's order of all N indices, exactly as a single-process DataLoader sees it.
   std::vector<int64_t> order;
   if (shuffle_) {
@@ -39,13 +40,12 @@ std::vector<int64_t> DistributedSampler::indices(uint64_t epoch) const {
   // the order from its start, wrapping as often as needed; with drop_last total_size <= N and the
   // tail is never read. Rank r takes positions r, r + W, r + 2W, ...
   std::vector<int64_t> mine(static_cast<size_t>(num_samples_));
-  // TT_EXERCISE_BEGIN(16, 3)
   for (int64_t i = 0; i < num_samples_; ++i) {
     int64_t position = rank_ + i * num_replicas_;
     mine[size_t(i)] = order[size_t(position % dataset_size_)];
   }
-  // TT_EXERCISE_END
   return mine;
+  // TT_EXERCISE_END
 }
 
 }  // namespace tt::data

@@ -44,9 +44,9 @@ struct Reducer::Bucket {
 };
 
 std::vector<std::vector<size_t>> assign_buckets(const std::vector<Tensor>& params, int64_t cap_bytes) {
+  // TT_EXERCISE_BEGIN(16, 1)
   TT_CHECK(cap_bytes > 0, "DistributedDataParallel: the bucket size must be positive, got ", cap_bytes, " bytes");
   std::vector<std::vector<size_t>> buckets;
-  // TT_EXERCISE_BEGIN(16, 1)
   // One open bucket per (dtype, device); its index in `buckets` and its size so far.
   std::map<std::pair<int, std::string>, std::pair<size_t, int64_t>> open;
   for (size_t k = params.size(); k-- > 0;) {
@@ -61,8 +61,8 @@ std::vector<std::vector<size_t>> assign_buckets(const std::vector<Tensor>& param
     it->second.second += p.numel() * int64_t(p.element_size());
     if (it->second.second >= cap_bytes) open.erase(it);  // full: the next one starts a new bucket
   }
-  // TT_EXERCISE_END
   return buckets;
+  // TT_EXERCISE_END
 }
 
 namespace {
