@@ -359,9 +359,22 @@ std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupNCCL::State>& st
 }  // namespace
 
 std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp op) {
+  return allreduce_on_device(tensor, op, /*across_ranks=*/true);
+}
+
+// ProcessGroup::allreduce_unchecked: no host synchronization, so DistributedDataParallel's buckets
+// queue behind backward's kernels without stopping the host.
+std::shared_ptr<Work> ProcessGroupNCCL::allreduce_unchecked(const Tensor& tensor, ReduceOp op) {
+  return allreduce_on_device(tensor, op, /*across_ranks=*/false);
+}
+
+// tensor [*] -> the op over the ranks, in place. This rank's own argument checks always run;
+// `across_ranks` also compares the ranks' calls first (Note [NCCL collective checks]), which waits
+// on the host. A CPU tensor is bookkeeping: staged through the GPU, checked, and waited for.
+std::shared_ptr<Work> ProcessGroupNCCL::allreduce_on_device(const Tensor& tensor, ReduceOp op, bool across_ranks) {
   if (on_host(tensor)) {  // Note [CPU tensors on an NCCL group]
     const Tensor gpu = to_gpu(tensor, device_);
-    allreduce(gpu, op)->wait();
+    allreduce_on_device(gpu, op, /*across_ranks=*/true)->wait();
     write_back(tensor, gpu);
     return std::make_shared<NcclWork>(state_, nullptr, std::vector<Tensor>{});
   }
@@ -370,28 +383,12 @@ std::shared_ptr<Work> ProcessGroupNCCL::allreduce(const Tensor& tensor, ReduceOp
   std::string error = reject("allreduce", "the tensor", tensor, device_);
   if (error.empty() && op == ReduceOp::Avg && !tensor.is_floating_point())
     error = concat("ProcessGroupNCCL allreduce: avg needs a floating-point tensor, got ", tensor.dtype());
-  check_across_ranks(*state_, "allreduce", error, fingerprint(Kind::AllReduce, int64_t(op), 0, tensor, tensor),
-                     describe(tensor));
-  State& s = *state_;
-  return enqueue(state_, {tensor}, [&] {
-    void* p = tensor.raw_data_ptr();
-    TT_NCCL_CHECK(
-        ncclAllReduce(p, p, size_t(tensor.numel()), nccl_dtype(tensor.dtype()), nccl_op(op), s.comm, s.stream),
-        s.comm);
-  });
-}
-
-// The same all-reduce without check_across_ranks (ProcessGroup::allreduce_unchecked): no host
-// synchronization, so DistributedDataParallel's buckets queue behind backward's kernels without
-// stopping the host. This rank's own argument checks stay.
-std::shared_ptr<Work> ProcessGroupNCCL::allreduce_unchecked(const Tensor& tensor, ReduceOp op) {
-  if (on_host(tensor)) return allreduce(tensor, op);  // bookkeeping on the host: checked, blocking
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  cuda::DeviceGuard guard(device_);
-  const std::string error = reject("allreduce", "the tensor", tensor, device_);
-  TT_CHECK(error.empty(), error);
-  TT_CHECK_DTYPE(op != ReduceOp::Avg || tensor.is_floating_point(),
-                 "ProcessGroupNCCL allreduce: avg needs a floating-point tensor, got ", tensor.dtype());
+  if (across_ranks) {
+    check_across_ranks(*state_, "allreduce", error, fingerprint(Kind::AllReduce, int64_t(op), 0, tensor, tensor),
+                       describe(tensor));
+  } else {
+    TT_CHECK(error.empty(), error);
+  }
   State& s = *state_;
   return enqueue(state_, {tensor}, [&] {
     void* p = tensor.raw_data_ptr();

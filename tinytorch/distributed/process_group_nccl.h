@@ -69,6 +69,8 @@ class ProcessGroupNCCL final : public ProcessGroup {
   struct State;  // the communicator, the stream, the check buffers (process_group_nccl.cpp)
 
  private:
+  std::shared_ptr<Work> allreduce_on_device(const Tensor& tensor, ReduceOp op, bool across_ranks);
+
   int device_;
   std::shared_ptr<State> state_;
 };
