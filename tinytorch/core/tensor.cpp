@@ -12,9 +12,12 @@ namespace tt {
 int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim(), "size")]; }
 int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim(d, dim(), "stride")]; }
 
+// An empty tensor is contiguous whatever its strides (it has no element out of place), as PyTorch's.
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
   const TensorImpl& t = impl();
+  for (int64_t s : t.shape)
+    if (s == 0) return true;
   for (int d = t.shape.size() - 1; d >= 0; --d) {
     if (t.shape[d] == 1) continue;
     if (t.strides[d] != expected) return false;

@@ -25,6 +25,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/gemm.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 #include "tinytorch/backend/cuda/scratch.cuh"
 
@@ -192,10 +193,9 @@ void CudaBackend::attention_forward(const Tensor& out, const Tensor& weights, co
   if (bias.defined()) bv = {bias.raw_data_ptr(), bias.stride(0), bias.stride(1), bias.stride(2), bias.stride(3)};
   const int64_t rows = B * Hq * Tq;
   TT_DISPATCH_FLOATING(dtype, "attention_forward", [&] {
-    softmax_rows_kernel<scalar_t><<<row_blocks(rows), kRowWarps * 32>>>(weights.data_ptr<scalar_t>(), bv, rows, Hq,
-                                                                         Tq, Tk, args.causal);
+    launch(softmax_rows_kernel<scalar_t>, row_blocks(rows), kRowWarps * 32, 0, weights.data_ptr<scalar_t>(), bv, rows,
+           Hq, Tq, Tk, args.causal);
   });
-  TT_CUDA_CHECK_LAUNCH();
   for (int64_t g = 0; g < G; ++g) {  // O = P V
     head_gemm(dev, dtype, B, Hkv, false, false, Tq, Dv, Tk, 1.0, square_mat(weights, Hkv, G, g, Tq, Tk), V, 0.0,
               head_mat(out, g, G));
@@ -227,11 +227,10 @@ void CudaBackend::attention_backward(const Tensor& dq, const Tensor& dk, const T
     head_gemm(dev, dtype, B, Hkv, true, false, Tk, Dv, Tq, 1.0, P, dO, 1.0, dV);    // dV += P^T dO
     head_gemm(dev, dtype, B, Hkv, false, true, Tq, Tk, Dv, 1.0, dO, V, 0.0, S);     // dP = dO V^T
     TT_DISPATCH_FLOATING(dtype, "attention_backward", [&] {
-      softmax_grad_rows_kernel<scalar_t><<<row_blocks(rows), kRowWarps * 32>>>(
-          reinterpret_cast<scalar_t*>(scratch.data()), weights.data_ptr<scalar_t>(), rows, Hkv, G, g, Tq, Tk, args.causal,
-          scalar_t(args.scale));
+      launch(softmax_grad_rows_kernel<scalar_t>, row_blocks(rows), kRowWarps * 32, 0,
+             reinterpret_cast<scalar_t*>(scratch.data()), weights.data_ptr<scalar_t>(), rows, Hkv, G, g, Tq, Tk,
+             args.causal, scalar_t(args.scale));
     });
-    TT_CUDA_CHECK_LAUNCH();
     head_gemm(dev, dtype, B, Hkv, false, false, Tq, D, Tk, 1.0, S, K, 0.0, dQ);     // dQ = dS K
     head_gemm(dev, dtype, B, Hkv, true, false, Tk, D, Tq, 1.0, S, Q, 1.0, dK);      // dK += dS^T Q
   }

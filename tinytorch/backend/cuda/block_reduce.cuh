@@ -131,5 +131,4 @@ struct FoldSum {
   }
   __device__ __forceinline__ double value() const { return total + double(run); }
 };
-
 }  // namespace tt::cuda

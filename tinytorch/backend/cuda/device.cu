@@ -1,5 +1,5 @@
-// CUDA devices: discovery, synchronization, the current-device guard, cuBLAS handles, the
-// checked-call error messages and the backend singleton.
+// CUDA devices: discovery, synchronization, the current-device guard, each device's stream, cuBLAS
+// handles, the checked-call error messages and the backend singleton.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/entry.h"
+#include "tinytorch/backend/cuda/stream.h"
 #include "tinytorch/core/allocator.h"
 #include "tinytorch/core/device.h"
 
@@ -76,6 +77,25 @@ DeviceGuard::~DeviceGuard() {
   if (cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
 }
 
+cudaStream_t stream(int device) {
+  static std::mutex mu;
+  static std::vector<cudaStream_t> streams;  // leaked on purpose, as the cuBLAS handles
+  std::lock_guard<std::mutex> lock(mu);
+  if (streams.empty()) streams.resize(static_cast<size_t>(device_count()), nullptr);
+  TT_CHECK_DEVICE(device >= 0 && size_t(device) < streams.size(), "cuda::stream: no CUDA device ", device);
+  if (!streams[device]) {
+    DeviceGuard guard(device);
+    TT_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[device], cudaStreamDefault));
+  }
+  return streams[device];
+}
+
+cudaStream_t current_stream() {
+  int device = 0;
+  TT_CUDA_CHECK(cudaGetDevice(&device));
+  return stream(device);
+}
+
 cublasHandle_t cublas_handle(int device) {
   static std::mutex mu;
   static std::vector<cublasHandle_t> handles;  // leaked on purpose: destroyed after the driver otherwise
@@ -86,6 +106,7 @@ cublasHandle_t cublas_handle(int device) {
     DeviceGuard guard(device);
     TT_CUBLAS_CHECK(cublasCreate(&handles[device]));
   }
+  TT_CUBLAS_CHECK(cublasSetStream(handles[device], stream(device)));
   TT_CUBLAS_CHECK(cublasSetMathMode(handles[device], allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   return handles[device];
 }

@@ -5,6 +5,7 @@
 // broadcasts. Not here: activations (activation.cu), random numbers (random.cu).
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 #include "tinytorch/backend/visit.h"
 
@@ -76,8 +77,7 @@ template <typename T>
 void arange_typed(const Tensor& out, double start, double step) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  arange_kernel<T><<<blocks_for(n), kThreads>>>(out.data_ptr<T>(), n, start, step);
-  TT_CUDA_CHECK_LAUNCH();
+  launch(arange_kernel<T>, blocks_for(n), kThreads, 0, out.data_ptr<T>(), n, start, step);
 }
 
 }  // namespace
@@ -118,31 +118,38 @@ void CudaBackend::arange(const Tensor& out, double start, double step) {
   TT_DISPATCH_NUMERIC(out.dtype(), "arange", [&] { arange_typed<scalar_t>(out, start, step); });
 }
 
-// Synchronous copies on the legacy default stream: host -> device, device -> host, or device ->
-// device (cudaMemcpyPeer between two GPUs). Queued kernels on the device finish first.
+// Copies queued on the stream of the device involved (the destination's between two GPUs), after
+// the kernels queued before them. A copy from or to the host waits for itself, so the host memory
+// may be reused or read on return; a copy between GPUs does not block the host.
 void CudaBackend::transfer(const Tensor& out, const Tensor& src) {
   const size_t bytes = size_t(src.numel()) * src.element_size();
   TT_CHECK(out.dtype() == src.dtype() && out.numel() == src.numel(),
            "transfer: out and src must have the same dtype and numel, got ", out.dtype(), " ", out.shape(), " and ",
            src.dtype(), " ", src.shape());
-  TT_CHECK(out.is_contiguous() && src.is_contiguous(), "transfer: out and src must be contiguous");
+  TT_CHECK(out.is_contiguous() && src.is_contiguous(), "transfer: out and src must be contiguous, got strides ",
+           out.strides(), " and ", src.strides());
   if (bytes == 0) return;
   void* dst = out.raw_data_ptr();
   const void* from = src.raw_data_ptr();
   if (out.is_cuda() && src.is_cuda()) {
     DeviceGuard guard(out.device().index);
-    if (out.device().index == src.device().index)
-      TT_CUDA_CHECK(cudaMemcpy(dst, from, bytes, cudaMemcpyDeviceToDevice));
-    else
-      TT_CUDA_CHECK(cudaMemcpyPeer(dst, out.device().index, from, src.device().index, bytes));
+    if (out.device().index == src.device().index) {
+      TT_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToDevice, current_stream()));
+    } else {
+      // The source's stream must have finished writing it; the peer copy is then ordered on ours.
+      TT_CUDA_CHECK(cudaStreamSynchronize(stream(src.device().index)));
+      TT_CUDA_CHECK(cudaMemcpyPeerAsync(dst, out.device().index, from, src.device().index, bytes, current_stream()));
+    }
   } else if (out.is_cuda()) {
     DeviceGuard guard(out.device().index);
-    TT_CUDA_CHECK(cudaMemcpy(dst, from, bytes, cudaMemcpyHostToDevice));
+    TT_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyHostToDevice, current_stream()));
+    TT_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
   } else {
     TT_CHECK_DEVICE(src.is_cuda(), "transfer: one of out and src must be on a CUDA device, got ", out.device(),
                     " and ", src.device());
     DeviceGuard guard(src.device().index);
-    TT_CUDA_CHECK(cudaMemcpy(dst, from, bytes, cudaMemcpyDeviceToHost));
+    TT_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToHost, current_stream()));
+    TT_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
   }
 }
 

@@ -19,6 +19,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_common.cuh"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/scratch.cuh"
 
 namespace tt::cuda {
@@ -299,8 +300,7 @@ void launch_bwd_fast(const FlashArgs<float>& a) {
   TT_CHECK(blocks <= 0x7fffffff, "flash attention backward (cuda): too many key tiles (", blocks, ")");
   const int smem = int(bwd_smem_bytes(D));
   TT_CUDA_CHECK(cudaFuncSetAttribute(flash_bwd_ffma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  flash_bwd_ffma<D><<<unsigned(blocks), kThreads, smem>>>(a);
-  TT_CUDA_CHECK_LAUNCH();
+  launch(flash_bwd_ffma<D>, unsigned(blocks), kThreads, smem, a);
 }
 
 template <typename T>
@@ -323,8 +323,7 @@ void backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor
   const int64_t row_blocks = (rows + 3) / 4;  // 4 warps of 128 threads, a warp per row
   TT_CHECK(row_blocks <= 0x7fffffff, "flash attention backward (cuda): too many rows (", rows, ")");
   const Scratch<T> dvec(rows, q.device().index);
-  flash_bwd_dvec<T><<<unsigned(row_blocks), 128>>>(a, dvec.data());
-  TT_CUDA_CHECK_LAUNCH();
+  launch(flash_bwd_dvec<T>, unsigned(row_blocks), 128, 0, a, dvec.data());
   a.dvec = dvec.data();
   if constexpr (std::is_same<T, float>::value) {
     if (a.D == a.Dv && (a.D == 32 || a.D == 64 || a.D == 128)) {
@@ -334,8 +333,7 @@ void backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor
       return;
     }
   }
-  flash_bwd_generic<T><<<unsigned(row_blocks), 128>>>(a);
-  TT_CUDA_CHECK_LAUNCH();
+  launch(flash_bwd_generic<T>, unsigned(row_blocks), 128, 0, a);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_common.cuh"
+#include "tinytorch/backend/cuda/launch.cuh"
 
 namespace tt::cuda {
 
@@ -370,12 +371,11 @@ void launch_fwd_fast(const FlashArgs<float>& a, bool tf32) {
   const int smem = int(fwd_smem_bytes(D, tf32));
   if (tf32) {
     TT_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_tf32<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    flash_fwd_tf32<D><<<unsigned(blocks), kThreads, smem>>>(a);
+    launch(flash_fwd_tf32<D>, unsigned(blocks), kThreads, smem, a);
   } else {
     TT_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_ffma<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    flash_fwd_ffma<D><<<unsigned(blocks), kThreads, smem>>>(a);
+    launch(flash_fwd_ffma<D>, unsigned(blocks), kThreads, smem, a);
   }
-  TT_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
@@ -383,8 +383,7 @@ void launch_fwd_generic(const FlashArgs<T>& a) {
   const int64_t rows = int64_t(a.B) * a.Hq * a.Tq;
   const int64_t blocks = (rows + 3) / 4;
   TT_CHECK(blocks <= 0x7fffffff, "flash attention (cuda): too many rows (", rows, ")");
-  flash_fwd_generic<T><<<unsigned(blocks), 128>>>(a);
-  TT_CUDA_CHECK_LAUNCH();
+  launch(flash_fwd_generic<T>, unsigned(blocks), 128, 0, a);
 }
 
 template <typename T>

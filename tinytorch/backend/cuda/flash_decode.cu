@@ -11,6 +11,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_common.cuh"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/scratch.cuh"
 
 namespace tt::cuda::flash {
@@ -186,17 +187,14 @@ bool try_flash_decode(const FlashArgs<T>& a, int device) {
   T* pacc = scratch.data();
   T* pm = pacc + bh * splits * a.Tq * a.Dv;
   T* pl = pm + bh * splits * a.Tq;
-  flash_decode_partial<T><<<unsigned(bh * splits), kDecodeTile, size_t(smem)>>>(a, int(splits), int(chunk), pm, pl,
+  launch(flash_decode_partial<T>, unsigned(bh * splits), kDecodeTile, size_t(smem), a, int(splits), int(chunk), pm, pl,
                                                                                  pacc);
-  TT_CUDA_CHECK_LAUNCH();
   const int64_t n = bh * a.Tq * a.Dv;
   TT_CHECK((n + 255) / 256 <= 0x7fffffff, "flash attention (cuda): decode output too large");
-  flash_decode_combine<T><<<unsigned((n + 255) / 256), 256>>>(a, int(splits), pm, pl, pacc);
-  TT_CUDA_CHECK_LAUNCH();
+  launch(flash_decode_combine<T>, unsigned((n + 255) / 256), 256, 0, a, int(splits), pm, pl, pacc);
   return true;
 }
 
 template bool try_flash_decode<float>(const FlashArgs<float>&, int);
 template bool try_flash_decode<double>(const FlashArgs<double>&, int);
-
 }  // namespace tt::cuda::flash

@@ -10,6 +10,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/gemm.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 
 namespace tt::cuda {
@@ -78,10 +79,9 @@ void gemm_naive(const Tensor& out, const Tensor& a, const Tensor& b, double beta
     total *= out.size(d);
     ++bd.n;
   }
-  gemm_naive_kernel<T><<<blocks_for(total), kThreads>>>(
-      bd, a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), M, N, K, a.stride(nd - 2), a.stride(nd - 1),
-      b.stride(nd - 2), b.stride(nd - 1), out.stride(nd - 2), out.stride(nd - 1), beta, total);
-  TT_CUDA_CHECK_LAUNCH();
+  launch(gemm_naive_kernel<T>, blocks_for(total), kThreads, 0, bd, a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(),
+         M, N, K, a.stride(nd - 2), a.stride(nd - 1), b.stride(nd - 2), b.stride(nd - 1), out.stride(nd - 2),
+         out.stride(nd - 1), beta, total);
 }
 
 // One strided batch of `count` [M, K] @ [K, N] products in any mix of row- and column-major

@@ -9,6 +9,7 @@
 
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 
 namespace tt::cuda {
@@ -138,15 +139,14 @@ void CudaBackend::index_select(const Tensor& out, const Tensor& in, int dim, con
       for (int d = 0; d < dim; ++d) outer *= in.size(d);
       for (int d = dim + 1; d < in.dim(); ++d) inner *= in.size(d);
       const int64_t n = out.dim() == 0 ? 1 : out.size(dim), src_n = in.dim() == 0 ? 1 : in.size(dim);
-      index_select_contiguous_kernel<scalar_t>
-          <<<blocks_for(outer * n * inner), kThreads>>>(dst, src, ix, ixs, outer, n, src_n, inner);
+      launch(index_select_contiguous_kernel<scalar_t>, blocks_for(outer * n * inner), kThreads, 0, dst, src, ix, ixs,
+             outer, n, src_n, inner);
     } else {
       int64_t ix_strides[kMaxDims] = {};
       if (out.dim() > 0) ix_strides[dim] = ixs;
       const IndexGeom g(out.shape(), out, in, dim, ix_strides);
-      gather_kernel<scalar_t><<<blocks_for(g.numel), kThreads>>>(g, dst, src, ix);
+      launch(gather_kernel<scalar_t>, blocks_for(g.numel), kThreads, 0, g, dst, src, ix);
     }
-    TT_CUDA_CHECK_LAUNCH();
   });
 }
 
@@ -157,10 +157,9 @@ void CudaBackend::gather(const Tensor& out, const Tensor& in, int dim, const Ten
   strides_of(index, ix_strides);
   const IndexGeom g(out.shape(), out, in, dim, ix_strides);
   TT_DISPATCH_STORAGE(in.dtype(), "gather", [&] {
-    gather_kernel<scalar_t><<<blocks_for(g.numel), kThreads>>>(g, static_cast<scalar_t*>(out.raw_data_ptr()),
+    launch(gather_kernel<scalar_t>, blocks_for(g.numel), kThreads, 0, g, static_cast<scalar_t*>(out.raw_data_ptr()),
                                                                static_cast<const scalar_t*>(in.raw_data_ptr()),
                                                                index.data_ptr<int64_t>());
-    TT_CUDA_CHECK_LAUNCH();
   });
 }
 
@@ -178,15 +177,14 @@ void CudaBackend::scatter_add(const Tensor& out, int dim, const Tensor& index, c
       const int64_t N = index.size(0), E = index.size(1);
       const int threads = E >= 256 ? 256 : (E >= 128 ? 128 : (E >= 64 ? 64 : 32));
       const unsigned grid = unsigned(std::min<int64_t>(N, 1 << 30));
-      scatter_add_rows_kernel<scalar_t>
-          <<<grid, threads>>>(o, out.stride(0), out.size(0), s, src.stride(0), ix, index.stride(0), N, E);
+      launch(scatter_add_rows_kernel<scalar_t>, grid, threads, 0, o, out.stride(0), out.size(0), s, src.stride(0), ix,
+             index.stride(0), N, E);
     } else {
       int64_t ix_strides[kMaxDims];
       strides_of(index, ix_strides);
       const IndexGeom g(index.shape(), src, out, dim, ix_strides);
-      scatter_add_kernel<scalar_t><<<blocks_for(g.numel), kThreads>>>(g, o, s, ix);
+      launch(scatter_add_kernel<scalar_t>, blocks_for(g.numel), kThreads, 0, g, o, s, ix);
     }
-    TT_CUDA_CHECK_LAUNCH();
   });
 }
 

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "tinytorch/backend/cuda/check.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/strided_plan.h"
 #include "tinytorch/core/tensor.h"
 
@@ -79,8 +80,7 @@ template <int N, typename F>
 void launch_elementwise(const Tensor* const (&ops)[N], F f) {
   StridedOffsets<N> offs(ops);
   if (offs.numel == 0) return;
-  strided_kernel<N><<<blocks_for(offs.numel), kThreads>>>(offs, f);
-  TT_CUDA_CHECK_LAUNCH();
+  launch(strided_kernel<N, F>, blocks_for(offs.numel), kThreads, 0, offs, f);
 }
 
 // --- maps: out[i] = f(in0[i], in1[i], ...) -----------------------------------------------------
@@ -213,13 +213,14 @@ void launch_map_impl(const Tensor& out, const F& f, std::index_sequence<K...>, c
   bool linear = out.is_contiguous() && reinterpret_cast<uintptr_t>(o) % (sizeof(out_t) * V) == 0;
   for (bool ok : {true, map_linear<in_t, V>(args, n)...}) linear = linear && ok;
   if (linear) {
-    map_contiguous_kernel<V><<<blocks_for((n + V - 1) / V), kThreads>>>(n, f, o, map_in(args, int(K) + 1, n)...);
+    launch(map_contiguous_kernel<V, F, out_t, in_t...>, blocks_for((n + V - 1) / V), kThreads, 0, n, f, o,
+           map_in(args, int(K) + 1, n)...);
   } else {
     const Tensor* const ops[N] = {&out, args.tensor...};
     StridedOffsets<N> offs(ops);
-    map_strided_kernel<N><<<blocks_for(n), kThreads>>>(offs, f, o, map_in(args, int(K) + 1, n)...);
+    launch(map_strided_kernel<N, F, out_t, in_t...>, blocks_for(n), kThreads, 0, offs, f, o,
+           map_in(args, int(K) + 1, n)...);
   }
-  TT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace detail

@@ -20,6 +20,7 @@
 #include "tinytorch/backend/cuda/block_reduce.cuh"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/scratch.cuh"
 
 namespace tt::cuda {
@@ -292,17 +293,14 @@ void weight_gradients(const Tensor& dweight, const Tensor& dbias, const T* dy, c
   const int64_t col_blocks = (C + kColThreads - 1) / kColThreads;
   if (blocks > 0) {
     const dim3 grid(unsigned(std::min<int64_t>(blocks, 1 << 30)), unsigned(std::min<int64_t>(col_blocks, 65535)));
-    norm_weight_partials_kernel<T><<<grid, kColThreads>>>(pwp, pbp, dy, x, mean, rstd, R, C, blocks);
-    TT_CUDA_CHECK_LAUNCH();
+    launch(norm_weight_partials_kernel<T>, grid, kColThreads, 0, pwp, pbp, dy, x, mean, rstd, R, C, blocks);
   }
   const unsigned grid = unsigned(std::min<int64_t>(col_blocks, 1 << 30));
   if (want_w) {
-    sum_partials_kernel<T><<<grid, kColThreads>>>(dweight.data_ptr<T>(), pwp, blocks, C);
-    TT_CUDA_CHECK_LAUNCH();
+    launch(sum_partials_kernel<T>, grid, kColThreads, 0, dweight.data_ptr<T>(), pwp, blocks, C);
   }
   if (want_b) {
-    sum_partials_kernel<T><<<grid, kColThreads>>>(dbias.data_ptr<T>(), pbp, blocks, C);
-    TT_CUDA_CHECK_LAUNCH();
+    launch(sum_partials_kernel<T>, grid, kColThreads, 0, dbias.data_ptr<T>(), pbp, blocks, C);
   }
 }
 
@@ -313,10 +311,9 @@ void weight_gradients(const Tensor& dweight, const Tensor& dbias, const T* dy, c
     const int threads_ = group_threads(g_, C);                                                \
     const unsigned grid_ = group_grid(g_, threads_, R);                                       \
     if (g_ == Group::Warp)                                                                    \
-      kernel<T, Group::Warp><<<grid_, threads_>>>(__VA_ARGS__);                               \
+      launch(kernel<T, Group::Warp>, grid_, threads_, 0, __VA_ARGS__);  \
     else                                                                                      \
-      kernel<T, Group::Block><<<grid_, threads_>>>(__VA_ARGS__);                              \
-    TT_CUDA_CHECK_LAUNCH();                                                                   \
+      launch(kernel<T, Group::Block>, grid_, threads_, 0, __VA_ARGS__);  \
   } while (0)
 
 template <typename T>

@@ -10,6 +10,7 @@
 // Contiguous float32/float64 only: ops/optim_step.cpp makes the inputs so. Not here: the step
 // counter, bias corrections and option checks (optim/).
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 
 namespace tt::cuda {
@@ -99,8 +100,7 @@ void sgd_typed(const Tensor& param, const Tensor& grad, const Tensor& momentum_b
   T* buf = c.momentum ? momentum_buf.data_ptr<T>() : nullptr;
   const int64_t n = param.numel();
   if (n == 0) return;
-  sgd_kernel<T><<<blocks_for(n), kThreads>>>(param.data_ptr<T>(), grad.data_ptr<T>(), buf, n, c);
-  TT_CUDA_CHECK_LAUNCH();
+  launch(sgd_kernel<T>, blocks_for(n), kThreads, 0, param.data_ptr<T>(), grad.data_ptr<T>(), buf, n, c);
 }
 
 template <typename T>
@@ -124,9 +124,8 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
   T* vmax = c.amsgrad ? max_exp_avg_sq.data_ptr<T>() : nullptr;
   const int64_t n = param.numel();
   if (n == 0) return;
-  adam_kernel<T><<<blocks_for(n), kThreads>>>(param.data_ptr<T>(), grad.data_ptr<T>(), exp_avg.data_ptr<T>(),
+  launch(adam_kernel<T>, blocks_for(n), kThreads, 0, param.data_ptr<T>(), grad.data_ptr<T>(), exp_avg.data_ptr<T>(),
                                               exp_avg_sq.data_ptr<T>(), vmax, n, c);
-  TT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace

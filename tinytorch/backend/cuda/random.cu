@@ -9,6 +9,7 @@
 // normals agree to ~1e-16 relative, and float32 normals (rounded from that double) agree unless
 // the double lands within an ulp of a float rounding boundary (about 1 element in 2^28).
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 #include "tinytorch/core/philox.h"
 
@@ -56,8 +57,8 @@ void CudaBackend::uniform(const Tensor& out, double low, double high, uint64_t s
   const int64_t n = out.numel();
   TT_DISPATCH_FLOATING(out.dtype(), "uniform", [&] {
     if (n == 0) return;
-    uniform_kernel<scalar_t><<<blocks_for(n), kThreads>>>(out.data_ptr<scalar_t>(), n, low, high - low, seed, offset);
-    TT_CUDA_CHECK_LAUNCH();
+    launch(uniform_kernel<scalar_t>, blocks_for(n), kThreads, 0, out.data_ptr<scalar_t>(), n, low, high - low, seed,
+           offset);
   });
 }
 
@@ -67,8 +68,7 @@ void CudaBackend::normal(const Tensor& out, double mean, double std, uint64_t se
   const int64_t n = out.numel();
   TT_DISPATCH_FLOATING(out.dtype(), "normal", [&] {
     if (n == 0) return;
-    normal_kernel<scalar_t><<<blocks_for(n), kThreads>>>(out.data_ptr<scalar_t>(), n, mean, std, seed, offset);
-    TT_CUDA_CHECK_LAUNCH();
+    launch(normal_kernel<scalar_t>, blocks_for(n), kThreads, 0, out.data_ptr<scalar_t>(), n, mean, std, seed, offset);
   });
 }
 
@@ -80,8 +80,7 @@ void CudaBackend::randint(const Tensor& out, int64_t low, int64_t high, uint64_t
   const int64_t n = out.numel();
   TT_DISPATCH_NUMERIC(out.dtype(), "randint", [&] {
     if (n == 0) return;
-    randint_kernel<scalar_t><<<blocks_for(n), kThreads>>>(out.data_ptr<scalar_t>(), n, low, range, seed, offset);
-    TT_CUDA_CHECK_LAUNCH();
+    launch(randint_kernel<scalar_t>, blocks_for(n), kThreads, 0, out.data_ptr<scalar_t>(), n, low, range, seed, offset);
   });
 }
 

@@ -25,6 +25,7 @@
 #include "tinytorch/backend/cuda/block_reduce.cuh"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/scratch.cuh"
 #include "tinytorch/backend/functors.h"
 #include "tinytorch/backend/reduce_plan.h"
@@ -226,16 +227,14 @@ void launch_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out) 
   State* partial = splits > 1 ? scratch.data() : nullptr;
   const dim3 grid(unsigned(std::min<int64_t>(blocks_out, 1 << 30)), unsigned(splits));
   if (use_rows) {
-    reduce_rows_kernel<T, R><<<grid, kRowThreads>>>(plan, src, dst, partial, chunk);
+    launch(reduce_rows_kernel<T, R>, grid, kRowThreads, 0, plan, src, dst, partial, chunk);
   } else {
-    reduce_cols_kernel<T, R><<<grid, dim3(bx, by)>>>(plan, src, dst, partial, chunk);
+    launch(reduce_cols_kernel<T, R>, grid, dim3(bx, by), 0, plan, src, dst, partial, chunk);
   }
-  TT_CUDA_CHECK_LAUNCH();
   if (splits > 1) {
     constexpr int kThreads = 256;
     const int64_t blocks = std::min<int64_t>(ceil_div(plan.outputs, kThreads / kWarpSize), 1 << 30);
-    reduce_partials_kernel<R><<<unsigned(blocks), kThreads>>>(plan, partial, splits, dst);
-    TT_CUDA_CHECK_LAUNCH();
+    launch(reduce_partials_kernel<R>, unsigned(blocks), kThreads, 0, plan, partial, splits, dst);
   }
 }
 

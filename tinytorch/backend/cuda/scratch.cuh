@@ -31,5 +31,4 @@ class Scratch {
   int device_;
   T* p_;
 };
-
 }  // namespace tt::cuda

@@ -18,6 +18,7 @@
 #include "tinytorch/backend/cuda/block_reduce.cuh"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/row_plan.h"
 
 namespace tt::cuda {
@@ -97,11 +98,10 @@ void launch_softmax(const RowPlan<2>& plan, T* y, const T* x) {
   const int threads = group_threads(g, plan.len);
   const unsigned grid = group_grid(g, threads, plan.rows);
   switch (g) {
-    case Group::Thread: softmax_kernel<T, Group::Thread, kLog><<<grid, threads>>>(plan, y, x); break;
-    case Group::Warp: softmax_kernel<T, Group::Warp, kLog><<<grid, threads>>>(plan, y, x); break;
-    default: softmax_kernel<T, Group::Block, kLog><<<grid, threads>>>(plan, y, x); break;
+    case Group::Thread: launch(softmax_kernel<T, Group::Thread, kLog>, grid, threads, 0, plan, y, x); break;
+    case Group::Warp: launch(softmax_kernel<T, Group::Warp, kLog>, grid, threads, 0, plan, y, x); break;
+    default: launch(softmax_kernel<T, Group::Block, kLog>, grid, threads, 0, plan, y, x); break;
   }
-  TT_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, bool kLog>
@@ -110,11 +110,16 @@ void launch_softmax_backward(const RowPlan<3>& plan, T* dx, const T* dy, const T
   const int threads = group_threads(g, plan.len);
   const unsigned grid = group_grid(g, threads, plan.rows);
   switch (g) {
-    case Group::Thread: softmax_backward_kernel<T, Group::Thread, kLog><<<grid, threads>>>(plan, dx, dy, y); break;
-    case Group::Warp: softmax_backward_kernel<T, Group::Warp, kLog><<<grid, threads>>>(plan, dx, dy, y); break;
-    default: softmax_backward_kernel<T, Group::Block, kLog><<<grid, threads>>>(plan, dx, dy, y); break;
+    case Group::Thread:
+      launch(softmax_backward_kernel<T, Group::Thread, kLog>, grid, threads, 0, plan, dx, dy, y);
+      break;
+    case Group::Warp:
+      launch(softmax_backward_kernel<T, Group::Warp, kLog>, grid, threads, 0, plan, dx, dy, y);
+      break;
+    default:
+      launch(softmax_backward_kernel<T, Group::Block, kLog>, grid, threads, 0, plan, dx, dy, y);
+      break;
   }
-  TT_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
