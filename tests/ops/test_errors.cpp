@@ -149,12 +149,38 @@ TEST_CASE("errors: tensors on different devices", "[ops][errors]") {
   REQUIRE_THROWS_WITH(cpu.gather(0, fake_cuda({1, 2}, kInt64)), Contains("gather") && mixed);
   REQUIRE_THROWS_WITH(cpu.scatter_add_(0, zeros({1, 2}, kInt64), gpu), Contains("scatter_add_") && mixed);
   REQUIRE_THROWS_WITH(cpu.masked_fill(fake_cuda({2, 2}, kBool), 0), Contains("masked_fill") && mixed);
-  // Moving data to or from CUDA fails loudly in this build, naming CUDA.
-  REQUIRE_THROWS_AS(cpu.copy_(gpu), DeviceError);
-  REQUIRE_THROWS_WITH(cpu.copy_(gpu), Contains("CUDA"));
-  REQUIRE_THROWS_AS(gpu.cpu(), DeviceError);
-  REQUIRE_THROWS_AS(gpu.sum(), DeviceError);
-  REQUIRE_THROWS_AS(to_string(gpu), DeviceError);
   CHECK(cpu.to_vector<float>() == std::vector<float>(4, 1.f));
   CHECK(cpu.version() == 0);
+}
+
+// The fake tensor's bytes are host memory, so it is only moved where no GPU can be reached; with a
+// GPU the same calls run on a real CUDA tensor and must succeed. Either way the CPU tensor is intact.
+TEST_CASE("errors: moving data to or from CUDA", "[ops][errors]") {
+  Tensor cpu = ones({2, 2});
+  if (!cuda::is_available()) {  // no CUDA backend in this build, or no visible GPU: a loud error naming CUDA
+    Tensor gpu = fake_cuda({2, 2});
+    REQUIRE_THROWS_AS(cpu.copy_(gpu), DeviceError);
+    REQUIRE_THROWS_WITH(cpu.copy_(gpu), Contains("CUDA"));
+    REQUIRE_THROWS_AS(gpu.cpu(), DeviceError);
+    REQUIRE_THROWS_AS(gpu.sum(), DeviceError);
+    REQUIRE_THROWS_AS(to_string(gpu), DeviceError);
+    REQUIRE_THROWS_AS(cpu.to(Device(kCUDA, 0)), DeviceError);
+    CHECK(cpu.version() == 0);
+  } else {
+    Tensor gpu = full({2, 2}, 3.0).to(Device(kCUDA, 0));
+    cpu.copy_(gpu);
+    CHECK(cpu.to_vector<float>() == std::vector<float>(4, 3.f));
+    CHECK(gpu.sum().item<double>() == 12.0);
+    CHECK(gpu.cpu().to_vector<float>() == std::vector<float>(4, 3.f));
+    CHECK_THAT(to_string(gpu), Contains("cuda:0"));
+    REQUIRE_THROWS_AS(cpu + gpu, DeviceError);
+    CHECK(cpu.version() == 1);
+  }
+  // Asking for a device that does not exist fails the same way everywhere.
+  REQUIRE_THROWS_AS(cpu.to(Device(kCUDA, 127)), DeviceError);
+  REQUIRE_THROWS_WITH(cpu.to(Device(kCUDA, 127)), Contains("127"));
+  // An index that does not fit a Device is refused when the Device is made, not wrapped to cuda:0.
+  REQUIRE_THROWS_WITH(Device(kCUDA, 4096), Contains("index 4096 is out of range"));
+  REQUIRE_THROWS_WITH(Device(kCUDA, -1), Contains("index -1 is out of range"));
+  REQUIRE_THROWS_WITH(Device(kCPU, 1), Contains("the CPU has only index 0, got 1"));
 }

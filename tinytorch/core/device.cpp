@@ -7,6 +7,12 @@
 
 namespace tt {
 
+Device::Device(DeviceType t, int idx) : type(t) {
+  TT_CHECK_DEVICE(idx >= 0 && idx <= 127, "Device: index ", idx, " is out of range, expected 0 <= index <= 127");
+  TT_CHECK_DEVICE(t == kCUDA || idx == 0, "Device: the CPU has only index 0, got ", idx);
+  index = static_cast<int8_t>(idx);
+}
+
 Device::Device(const std::string& spec) {
   if (spec == "cpu") {
     type = kCPU;

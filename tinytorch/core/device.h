@@ -16,7 +16,8 @@ struct Device {
   int8_t index = 0;
 
   Device() = default;
-  Device(DeviceType t, int idx = 0) : type(t), index(static_cast<int8_t>(idx)) {}  // NOLINT
+  // Throws DeviceError for an index outside [0, 127] (the int8 it is kept in), or a CPU index other than 0.
+  Device(DeviceType t, int idx = 0);  // NOLINT(google-explicit-constructor): Device(kCUDA) reads as a device
   explicit Device(const std::string& spec);  // "cpu", "cuda", "cuda:1"
 
   bool is_cpu() const { return type == kCPU; }
