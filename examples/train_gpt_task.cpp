@@ -92,8 +92,12 @@ Args parse(int argc, char** argv) {
     cli.fail("sizes, counts and --lr must be positive");
   a.model.check(cli);
   // The type only: a data-parallel rank takes its local rank's GPU once its group is up. Every rank
-  // resolves auto alike (the same build, the same machine's GPUs).
+  // resolves auto alike (the same build, the same machine's GPUs); data parallel on GPUs needs
+  // NCCL, so there auto means the GPU only in a build with NCCL.
   a.cuda = cli.device(a.device).is_cuda();
+  const bool data_parallel = tt::distributed::launched_by_mpirun() || a.ddp;
+  if (a.device == "auto" && data_parallel && !tt::distributed::is_available(tt::distributed::Backend::NCCL))
+    a.cuda = false;
   return a;
 }
 

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <tinytorch/tinytorch.h>
 
@@ -127,12 +128,35 @@ inline std::unique_ptr<tt::optim::LinearWarmup> warmup_cosine(tt::optim::Optimiz
   return std::make_unique<tt::optim::LinearWarmup>(optimizer, warmup, 0.1, cosine);
 }
 
+// tt::nn::utils::clip_grad_norm_(parameters, max_norm) (the 2-norm) with nothing read back to the
+// host: the total norm stays a 0-d float32 tensor on the gradients' device, and every gradient is
+// multiplied there by min(1, max_norm / (norm + 1e-6)), so a norm below max_norm leaves the
+// gradients exactly as they were. (clip_grad_norm_ returns the norm as a double: one read, and
+// on a GPU one synchronization, per gradient per step.) Returns the norm (undefined: no gradient).
+inline tt::Tensor clip_grad_norm_on_device(const std::vector<tt::Tensor>& parameters, double max_norm) {
+  tt::NoGradGuard no_grad;
+  std::vector<tt::Tensor> grads;
+  tt::Tensor sum_of_squares;  // [] float32
+  for (const tt::Tensor& p : parameters) {
+    const tt::Tensor g = p.grad();
+    if (!g.defined()) continue;
+    grads.push_back(g);
+    const tt::Tensor s = (g * g).sum().to(tt::kFloat32);
+    sum_of_squares = sum_of_squares.defined() ? sum_of_squares + s : s;
+  }
+  if (grads.empty()) return tt::Tensor();
+  const tt::Tensor norm = sum_of_squares.sqrt();
+  const tt::Tensor coef = tt::minimum(max_norm / (norm + 1e-6), tt::ones_like(norm));
+  for (tt::Tensor g : grads) g.mul_(coef.to(g.dtype()));
+  return norm;
+}
+
 // What comes before optimizer.step(): fresh gradients of `loss`, their total norm clipped to
-// `max_norm` (no clipping when 0).
+// `max_norm` (no clipping when 0) where they live.
 inline void compute_gradients(tt::optim::Optimizer& optimizer, const tt::Tensor& loss, double max_norm = 0.0) {
   optimizer.zero_grad();
   loss.backward();
-  if (max_norm > 0) tt::nn::utils::clip_grad_norm_(optimizer.parameters(), max_norm);
+  if (max_norm > 0) clip_grad_norm_on_device(optimizer.parameters(), max_norm);
 }
 
 // The training loss for the progress bar: an exponential moving average over about the last 20
