@@ -252,7 +252,7 @@ int train(const Args& args) {
   bar.set_device(world == 1 ? device_label : device_label + " ×" + std::to_string(world));
   examples::RunningLoss loss_avg;  // kept on the device (add(tensor))
   double test_acc = 0.0;
-  tt::Tensor last_loss;  // the last step's (global batch) loss, 0-d on the device
+  tt::Tensor last_loss;  // the last step's (global batch) loss, [1] on the device
   const int64_t B = args.batch_size;
   for (int64_t step = 1; step <= args.steps; ++step) {
     // The same global batch [W*B, 2L] on every rank (same seed); this rank trains on its B rows.
