@@ -15,6 +15,17 @@
 // A bad command line (an unknown flag, a flag without its value, a value that is not a number or
 // not one of the choices) prints "<program>: <what is wrong>" on stderr and the help on stdout,
 // and exits with status 2. Numbers must be whole: "--steps 10x" is refused.
+//
+// Where an example trains, the same flag in every example:
+//
+//   std::string device = "cpu";
+//   cli.device_option(device);                  // --device cpu|cuda|auto
+//   cli.parse(argc, argv);
+//   tt::Device d = cli.device(device);          // cpu; cuda:0; auto: cuda:0 when a GPU is usable, else cpu
+//
+// --device cuda where it cannot run (a build without the CUDA backend, or no visible GPU) is a bad
+// command line: the reason on stderr, exit status 2, before any work. device_label(d) is what the
+// progress bar shows: "cpu", or "cuda:0 (NVIDIA H100 80GB HBM3)".
 #pragma once
 
 #include <algorithm>
@@ -27,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include <tinytorch/core/device.h>
 #include <tinytorch/distributed/distributed.h>
 
 namespace examples {
@@ -89,6 +101,28 @@ class Cli {
     });
     options_.back().is_switch = true;
     return *this;
+  }
+
+  // --device cpu|cuda|auto, bound to `value` (its default is what the program set it to).
+  Cli& device_option(std::string& value, const std::string& help = "where the model and its data live") {
+    return choice("--device", value, {"cpu", "cuda", "auto"}, help + "; auto: a GPU if one is usable");
+  }
+
+  // The device a --device value names: "cpu" the CPU; "cuda" GPU `index` (a data-parallel rank
+  // passes its local rank), or a clear refusal (exit 2) where no GPU can be used; "auto" GPU
+  // `index` when tt::cuda::is_available(), else the CPU.
+  tt::Device device(const std::string& value, int index = 0) const {
+    if (value == "cpu") return tt::Device(tt::kCPU);
+    if (value != "cuda" && value != "auto") fail("--device expects one of cpu|cuda|auto, got '" + value + "'");
+    if (tt::cuda::is_available()) return tt::Device(tt::kCUDA, index);
+    if (value == "auto") return tt::Device(tt::kCPU);
+#ifdef TINYTORCH_HAS_CUDA
+    fail("--device cuda: no GPU is visible (the driver reports none: check nvidia-smi and CUDA_VISIBLE_DEVICES); "
+         "use --device cpu or auto");
+#else
+    fail("--device cuda: this build has no CUDA backend (rebuild with nvcc installed, -DTINYTORCH_CUDA=ON); "
+         "use --device cpu or auto");
+#endif
   }
 
   // Reads argv into the bound values; exits on -h/--help (status 0) and on a bad command line (2).
@@ -192,6 +226,14 @@ class Cli {
   std::string program_, description_;
   std::vector<Option> options_;
 };
+
+// How the progress bar names a device: "cpu", or "cuda:0 (NVIDIA H100 80GB HBM3)" (the GPU's name:
+// tt::cuda::device_description up to its first comma).
+inline std::string device_label(const tt::Device& device) {
+  if (!device.is_cuda()) return device.str();
+  const std::string description = tt::cuda::device_description(device.index);
+  return device.str() + " (" + description.substr(0, description.find(',')) + ")";
+}
 
 // Runs body() (the training, returning the exit status) and turns an exception (a tt::Error: an
 // unwritable path, an unreadable file) into "<program>: <message>" on stderr and exit status 2.

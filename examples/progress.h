@@ -1,11 +1,18 @@
 // A one-line progress bar for the training examples: a bar, the step count, running metrics,
-// the throughput (samples per second, or another unit) and the time left, redrawn in place on a
-// terminal. When stdout is not a terminal (a log, CI), only the lines passed to log() and the
-// finished line are printed, so logs stay short.
+// the throughput (samples per second, or another unit), the time left and the device the run
+// trains on, redrawn in place on a terminal. When stdout is not a terminal (a log, CI), only the
+// lines passed to log() and the finished line are printed, so logs stay short.
 //
 //   ProgressBar bar("epoch 3/20", steps_per_epoch);          // or ("train", steps, "tokens")
+//   bar.set_device(examples::device_label(device));          // "  on cuda:0 (NVIDIA H100 ...)"
 //   for (...) { ...; bar.step(batch_size, {{"loss", loss}, {"acc", 100 * acc}}); }
 //   bar.finish();   // prints the final line (and a newline), with the time taken
+//
+// Metrics that live on a GPU cost a synchronization to read (loss.item() waits for every queued
+// kernel). Pass them as a function instead: it runs only when the line is redrawn (at most every
+// 50 ms on a terminal, never between log() calls in a log), so the host reads them that rarely:
+//
+//   bar.step(batch_size, [&] { return ProgressBar::Metrics{{"loss", running_loss.value()}}; });
 #pragma once
 
 #include <unistd.h>
@@ -36,12 +43,22 @@ class ProgressBar {
     ++done_;
     samples_ += samples;
     metrics_ = metrics;
-    double now = seconds();
-    if (tty_ && (now - last_draw_ > 0.05 || done_ == total_)) {
-      last_draw_ = now;
-      draw(false);
-    }
+    if (due()) draw(false);
   }
+
+  // One step done; metrics() (a callable returning Metrics) is called only when the line is
+  // redrawn now. Before log() or finish(), set_metrics() the values they should show.
+  template <class MetricsFn, class = decltype(Metrics(std::declval<MetricsFn&>()()))>
+  void step(int64_t samples, MetricsFn&& metrics) {
+    ++done_;
+    samples_ += samples;
+    if (!due()) return;
+    metrics_ = metrics();
+    draw(false);
+  }
+
+  // Shown at the end of every line: where the run trains ("cpu", "cuda:0 (NVIDIA H100 ...)").
+  void set_device(std::string device) { device_ = std::move(device); }
 
   // Training also stops after `seconds` (a time budget): the time left is then the smaller of
   // the two estimates.
@@ -69,6 +86,16 @@ class ProgressBar {
 
   double seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
+  // After a step: whether the terminal line is redrawn now (50 ms since the last draw, or the last
+  // step). Marks the draw.
+  bool due() {
+    if (!tty_) return false;
+    const double now = seconds();
+    if (now - last_draw_ <= 0.05 && done_ != total_) return false;
+    last_draw_ = now;
+    return true;
+  }
+
   void draw(bool final_line) {
     const int width = 24;
     int filled = total_ > 0 ? int(width * done_ / total_) : width;
@@ -91,6 +118,7 @@ class ProgressBar {
       if (time_limit_ > 0) left = std::max(0.0, std::min(left, time_limit_ - elapsed));
       text += "  " + format_duration(left) + " left";
     }
+    if (!device_.empty()) text += "  on " + device_;
     if (tty_) {
       std::printf("\r%s\033[K%s", text.c_str(), final_line ? "\n" : "");
     } else if (final_line) {
@@ -109,7 +137,7 @@ class ProgressBar {
     return buf;
   }
 
-  std::string label_, unit_;
+  std::string label_, unit_, device_;
   int64_t total_, done_ = 0, samples_ = 0;
   Clock::time_point start_;
   double last_draw_ = -1.0, time_limit_ = 0.0;

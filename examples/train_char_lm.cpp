@@ -4,12 +4,14 @@
 // and gradient clipping for a bounded number of steps or seconds (whichever ends first), with a
 // progress bar (loss, validation loss, tokens per second, time left), then samples text from a
 // prompt with a temperature and top-k. Exits with status 1 if the validation loss did not drop by
-// at least --min-drop (a fraction of the loss before training).
+// at least --min-drop (a fraction of the loss before training). The model, the windows, the loss
+// and its running average live on --device; the host reads the average back only to draw the bar.
 //
 //   train_char_lm [--text PATH] [--steps N] [--time SECONDS] [--batch-size B] [--context T]
 //                 [--layers N] [--embd E] [--heads H] [--positions learned|sinusoidal|rotary]
 //                 [--qk-norm] [--precision fp32|bf16] [--lr LR] [--eval-every N] [--seed S]
 //                 [--prompt TEXT] [--temperature X] [--top-k K] [--sample-length N] [--min-drop F]
+//                 [--device cpu|cuda|auto]
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +49,8 @@ struct Args {
   int64_t top_k = 20;
   int64_t sample_length = 300;
   double min_drop = 0.3;
+  std::string device_flag = "cpu";
+  tt::Device device;  // what --device resolved to
 };
 
 Args parse(int argc, char** argv) {
@@ -72,12 +76,14 @@ Args parse(int argc, char** argv) {
   cli.option("--top-k", a.top_k, "K", "sample among the K likeliest characters, 0 for all");
   cli.option("--sample-length", a.sample_length, "N", "characters sampled after the prompt");
   cli.option("--min-drop", a.min_drop, "F", "the validation loss must fall by this fraction");
+  cli.device_option(a.device_flag);
   cli.parse(argc, argv);
   if (a.steps < 1 || a.batch_size < 1 || a.context < 2 || !a.model.positive() || a.eval_every < 1 ||
       a.sample_length < 0 || a.top_k < 0 || !(a.lr > 0) || !(a.temperature > 0) || !(a.time >= 0))
     cli.fail("sizes, --lr and --temperature must be positive");
   a.model.check(cli);
   if (a.prompt.empty()) cli.fail("--prompt must not be empty");
+  a.device = cli.device(a.device_flag);
   return a;
 }
 
@@ -137,27 +143,30 @@ struct CharVocab {
   }
 };
 
-// Windows of context + 1 tokens starting at `starts`: input [B, T] and the next tokens [B, T].
+// Windows of context + 1 tokens starting at `starts`: input [B, T] and the next tokens [B, T],
+// on `device`.
 std::pair<tt::Tensor, tt::Tensor> windows(const std::vector<int64_t>& tokens, const std::vector<int64_t>& starts,
-                                          int64_t T) {
+                                          int64_t T, const tt::Device& device) {
   std::vector<int64_t> x, y;
   for (int64_t s : starts) {
     x.insert(x.end(), tokens.begin() + s, tokens.begin() + s + T);
     y.insert(y.end(), tokens.begin() + s + 1, tokens.begin() + s + T + 1);
   }
   const int64_t B = int64_t(starts.size());
-  return {tt::tensor(x, tt::Shape{B, T}, tt::kInt64), tt::tensor(y, tt::Shape{B, T}, tt::kInt64)};
+  return {tt::tensor(x, tt::Shape{B, T}, tt::kInt64).to(device), tt::tensor(y, tt::Shape{B, T}, tt::kInt64).to(device)};
 }
 
-// Mean next-character loss over fixed windows of the validation text, in eval mode.
+// Mean next-character loss over fixed windows of the validation text, in eval mode (summed where
+// the model lives, read back once).
 double validation_loss(tt::nn::GPT& gpt, const std::vector<std::pair<tt::Tensor, tt::Tensor>>& batches) {
   examples::EvalScope eval(gpt);
-  double sum = 0.0;
+  tt::Tensor sum;
   for (const auto& [x, y] : batches) {
     tt::Tensor logits = gpt(x);
-    sum += tt::F::cross_entropy(logits.reshape({-1, logits.size(2)}), y.reshape({-1})).item<double>();
+    tt::Tensor loss = tt::F::cross_entropy(logits.reshape({-1, logits.size(2)}), y.reshape({-1})).to(tt::kFloat64);
+    sum = sum.defined() ? sum + loss : loss;
   }
-  return sum / double(batches.size());
+  return sum.item<double>() / double(batches.size());
 }
 
 }  // namespace
@@ -189,14 +198,16 @@ int train(const Args& args) {
     for (size_t i = 0; i < starts.size(); i += size_t(args.batch_size)) {
       std::vector<int64_t> part(starts.begin() + int64_t(i),
                                 starts.begin() + int64_t(std::min(starts.size(), i + size_t(args.batch_size))));
-      val_batches.push_back(windows(val_tokens, part, T));
+      val_batches.push_back(windows(val_tokens, part, T, args.device));
     }
   }
 
   // --- model, optimizer, schedule ---------------------------------------------------------------
   tt::nn::GPT gpt(args.model.options(vocab.size(), T));
-  std::printf("model: %s: %lld parameters\n", args.model.describe(T).c_str(),
-              (long long)examples::count_parameters(gpt));
+  gpt.to(args.device);
+  const std::string device = examples::device_label(args.device);
+  std::printf("model: %s: %lld parameters, on %s\n", args.model.describe(T).c_str(),
+              (long long)examples::count_parameters(gpt), device.c_str());
   tt::optim::AdamW optimizer(gpt.parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-2));
   // Warmup, then cosine down to lr / 10 over the run. The run ends at args.steps or args.time,
   // whichever comes first, so the schedule follows progress = the larger of the two fractions
@@ -212,7 +223,7 @@ int train(const Args& args) {
 
   // --- train on random windows for at most args.steps steps or args.time seconds --------------------
   auto val_loss = [&] {
-    auto autocast = args.precision.autocast();
+    auto autocast = args.precision.autocast(args.device.type);
     return validation_loss(gpt, val_batches);
   };
   const double initial_val = val_loss();
@@ -221,6 +232,7 @@ int train(const Args& args) {
   tt::data::RandomStream rng(args.seed, 0);
   gpt.train();
   examples::ProgressBar bar("train", args.steps, "tokens");
+  bar.set_device(device);
   if (args.time > 0) bar.set_time_limit(args.time);
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&start] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -233,21 +245,25 @@ int train(const Args& args) {
     for (int64_t b = 0; b < args.batch_size; ++b) {
       starts.push_back(int64_t(rng.uniform_below(uint64_t(n_train - T - 1))));
     }
-    auto [x, y] = windows(train_tokens, starts, T);
+    auto [x, y] = windows(train_tokens, starts, T, args.device);
     tt::Tensor loss;
     {
-      auto autocast = args.precision.autocast();  // --precision bf16: the forward in mixed precision
+      auto autocast = args.precision.autocast(args.device.type);  // --precision bf16: the forward in mixed precision
       tt::Tensor logits = gpt(x);
       loss = tt::F::cross_entropy(logits.reshape({-1, vocab.size()}), y.reshape({-1}));
     }
     examples::compute_gradients(optimizer, loss, /*max_norm=*/1.0);
     set_lr(step - 1, elapsed());
     optimizer.step();
-    loss_avg.add(loss.item<double>());
+    loss_avg.add(loss);  // on the device: no synchronization here
     const bool eval_now = step % args.eval_every == 0;
     if (eval_now) val = val_loss();
-    bar.step(args.batch_size * T, {{"loss", loss_avg.value()}, {"val loss", val}});
-    if (eval_now && step != args.steps) bar.log();
+    bar.step(args.batch_size * T,
+             [&] { return examples::ProgressBar::Metrics{{"loss", loss_avg.value()}, {"val loss", val}}; });
+    if (eval_now && step != args.steps) {
+      bar.set_metrics({{"loss", loss_avg.value()}, {"val loss", val}});
+      bar.log();
+    }
   }
   val = val_loss();
   bar.set_metrics({{"loss", loss_avg.value()}, {"val loss", val}});
@@ -257,11 +273,11 @@ int train(const Args& args) {
 
   // --- sample: the prompt, then sample_length characters drawn one at a time -------------------------
   tt::Generator gen(args.seed);
-  tt::Tensor ids = tt::tensor(prompt, tt::Shape{1, int64_t(prompt.size())}, tt::kInt64);
+  tt::Tensor ids = tt::tensor(prompt, tt::Shape{1, int64_t(prompt.size())}, tt::kInt64).to(args.device);
   tt::Tensor out = gpt.generate(
       ids, args.sample_length,
       tt::nn::GenerateOptions().temperature(args.temperature).top_k(args.top_k).generator(&gen));
-  std::vector<int64_t> all = out.select(0, 0).to_vector<int64_t>();
+  std::vector<int64_t> all = out.select(0, 0).cpu().to_vector<int64_t>();
   const std::string continuation = vocab.decode(std::vector<int64_t>(all.begin() + int64_t(prompt.size()), all.end()));
   const bool tty = isatty(fileno(stdout)) != 0;
   std::printf("\nsample (temperature %g, top-k %lld; the prompt %s):\n", args.temperature, (long long)args.top_k,

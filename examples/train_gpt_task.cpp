@@ -11,10 +11,15 @@
 //   train_gpt_task [--task reverse|sort|copy] [--length L] [--steps N] [--batch-size B] [--lr LR]
 //                  [--layers N] [--embd E] [--heads H] [--positions learned|sinusoidal|rotary]
 //                  [--qk-norm] [--precision fp32|bf16] [--eval-size N] [--eval-every N] [--target ACC]
-//                  [--seed S] [--out DIR] [--device cpu|cuda] [--ddp]
+//                  [--seed S] [--out DIR] [--device cpu|cuda|auto] [--ddp]
+//
+// --device: where the model, the batches, the loss and the optimizer state live (auto: the GPU
+// when one is usable, else the CPU). The loss stays there too: the bar's running average is read
+// back only when the bar is redrawn.
 //
 // Data parallel (module 16): started by mpirun, every process is a rank of tt::distributed (MPI on
-// the CPU, NCCL with --device cuda: one GPU per rank) and trains through DistributedDataParallel.
+// the CPU, NCCL with --device cuda, or auto where a GPU is usable: one GPU per rank, its local
+// rank's) and trains through DistributedDataParallel.
 // --batch-size is per rank, as in PyTorch: each step every rank draws the same global batch of
 // W * B rows (same seed) and trains on its own B of them, so W ranks take the steps one process
 // takes with --batch-size W*B. Rank 0 alone prints and writes files, and reloads the checkpoint
@@ -56,6 +61,7 @@ struct Args {
   uint64_t seed = 0;
   std::string out = "runs/gpt_task";
   std::string device = "cpu";
+  bool cuda = false;  // --device resolved: cuda, or auto where a GPU is usable
   bool ddp = false;
 };
 
@@ -78,15 +84,20 @@ Args parse(int argc, char** argv) {
   cli.option("--target", a.target, "ACC", "held-out exact-sequence accuracy to reach");
   cli.option("--seed", a.seed, "S", "seed of the data and the weights");
   cli.option("--out", a.out, "DIR", "where the attention maps and the checkpoint go");
-  cli.choice("--device", a.device, {"cpu", "cuda"}, "where the model trains (data parallel: MPI or NCCL)");
+  cli.device_option(a.device, "where it trains (data parallel: MPI or NCCL)");
   cli.flag("--ddp", a.ddp, "train through DistributedDataParallel even without mpirun (a world of one)");
   cli.parse(argc, argv);
   if (a.length < 1 || a.steps < 1 || a.batch_size < 1 || !a.model.positive() || a.eval_size < 1 || a.eval_every < 1 ||
       !(a.lr > 0))
     cli.fail("sizes, counts and --lr must be positive");
   a.model.check(cli);
-  if (a.device == "cuda" && !tt::cuda::is_available())
-    cli.fail("--device cuda: this build has no CUDA backend, or no GPU is visible");
+  // The type only: a data-parallel rank takes its local rank's GPU once its group is up. Every rank
+  // resolves auto alike (the same build, the same machine's GPUs); data parallel on GPUs needs
+  // NCCL, so there auto means the GPU only in a build with NCCL.
+  a.cuda = cli.device(a.device).is_cuda();
+  const bool data_parallel = tt::distributed::launched_by_mpirun() || a.ddp;
+  if (a.device == "auto" && data_parallel && !tt::distributed::is_available(tt::distributed::Backend::NCCL))
+    a.cuda = false;
   return a;
 }
 
@@ -192,13 +203,17 @@ Sharpest sharpest_head(const std::vector<tt::Tensor>& maps, int64_t L) {
 
 int train(const Args& args) {
   // --- data parallel: every rank of an mpirun job (or, with --ddp, a world of one) ---------------
-  const bool cuda = args.device == "cuda";
+  const bool cuda = args.cuda;
   if (tt::distributed::launched_by_mpirun() || args.ddp) {
     tt::distributed::init_process_group(cuda ? tt::distributed::Backend::NCCL : tt::distributed::Backend::MPI);
   }
   const int rank = tt::distributed::get_rank(), world = tt::distributed::get_world_size();
   // One GPU per rank: the local rank (this rank's number on its machine) picks it.
-  const tt::Device device = cuda ? tt::Device(tt::kCUDA, tt::distributed::get_local_rank()) : tt::Device(tt::kCPU);
+  const int local_rank = tt::distributed::get_local_rank();
+  TT_CHECK(!cuda || local_rank < tt::cuda::device_count(), "--device ", args.device, ": local rank ", local_rank,
+           " has no GPU of its own (this machine shows ", tt::cuda::device_count(),
+           "); start at most that many ranks per machine, or pass --device cpu");
+  const tt::Device device = cuda ? tt::Device(tt::kCUDA, local_rank) : tt::Device(tt::kCPU);
   g_prints = rank == 0;
   if (tt::distributed::is_initialized()) {
     const std::string backend = tt::distributed::to_string(tt::distributed::default_group()->backend());
@@ -224,17 +239,20 @@ int train(const Args& args) {
   // Every rank builds the same model from the same seed; DDP also broadcasts rank 0's weights.
   std::shared_ptr<tt::nn::GPT> gpt = make_model(args, task, device);
   tt::nn::DistributedDataParallel<tt::nn::GPT> ddp(gpt);  // a plain wrapper without a group
+  const std::string device_label = examples::device_label(device);
   say("model: %s, vocabulary %lld: %lld parameters, precision %s, on %s\n", args.model.describe(T).c_str(),
       (long long)V, (long long)examples::count_parameters(*gpt), args.precision.value.c_str(),
-      device.str().c_str());
+      device_label.c_str());
   tt::optim::AdamW optimizer(ddp.parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-2));
   auto schedule = examples::warmup_cosine(optimizer, args.steps, std::max<int64_t>(1, args.steps / 20), args.lr / 20);
 
   // --- train: next-token cross-entropy on the answer positions (the prompt's targets are -100) -----
   ddp.train();
   examples::ProgressBar bar("train", args.steps, "tokens");
-  examples::RunningLoss loss_avg;
-  double test_acc = 0.0, last_loss = 0.0;
+  bar.set_device(world == 1 ? device_label : device_label + " ×" + std::to_string(world));
+  examples::RunningLoss loss_avg;  // kept on the device (add(tensor))
+  double test_acc = 0.0;
+  tt::Tensor last_loss;  // the last step's (global batch) loss, [1] on the device
   const int64_t B = args.batch_size;
   for (int64_t step = 1; step <= args.steps; ++step) {
     // The same global batch [W*B, 2L] on every rank (same seed); this rank trains on its B rows.
@@ -251,29 +269,37 @@ int train(const Args& args) {
     examples::compute_gradients(optimizer, loss, /*max_norm=*/1.0);  // clips the averaged gradients
     optimizer.step();
     schedule->step();
-    double step_loss = loss.item<double>();
+    tt::Tensor step_loss = loss.detach().to(tt::kFloat32).clone().reshape({1});
     if (world > 1) {  // the global batch's loss, for the bar (every rank takes part)
-      tt::Tensor l = loss.detach().to(tt::kFloat32).clone().reshape({1});
-      tt::distributed::allreduce(l, tt::distributed::ReduceOp::Avg);
-      step_loss = l.item<double>();
+      // Unchecked: with NCCL it only orders the collective on the GPU's stream, no host wait.
+      tt::distributed::default_group()->allreduce_unchecked(step_loss, tt::distributed::ReduceOp::Avg)->wait();
     }
-    loss_avg.add(step_loss);
+    loss_avg.add(step_loss.reshape({}));
     last_loss = step_loss;
     const bool eval_now = step % args.eval_every == 0 || step == args.steps;
     if (eval_now) {  // every rank: same weights, same result; rank 0 shows it
       auto autocast = args.precision.autocast(device.type);
       test_acc = tt::data::sequence_accuracy(eval_logits(*gpt, test), test.target).sequence;
     }
-    if (rank == 0) {
-      bar.step(world * B * T, {{"loss", loss_avg.value()}, {"held-out acc%", 100 * test_acc}});
-      if (eval_now && step != args.steps) bar.log();
+    if (rank == 0) {  // the running loss is read back only when the bar is drawn
+      auto metrics = [&] {
+        return examples::ProgressBar::Metrics{{"loss", loss_avg.value()}, {"held-out acc%", 100 * test_acc}};
+      };
+      bar.step(world * B * T, metrics);
+      if (eval_now && step != args.steps) {
+        bar.set_metrics(metrics());
+        bar.log();
+      }
     }
   }
-  if (rank == 0) bar.finish();
+  if (rank == 0) {
+    bar.set_metrics({{"loss", loss_avg.value()}, {"held-out acc%", 100 * test_acc}});
+    bar.finish();
+  }
   {  // exact numbers, for comparing runs (tools/gpu/nccl_check.sh)
     auto autocast = args.precision.autocast(device.type);
     const double logits_sum = eval_logits(*gpt, test).to(tt::kFloat64).sum().item<double>();
-    say("last step: loss %.9g; held-out logits sum %.9g\n", last_loss, logits_sum);
+    say("last step: loss %.9g; held-out logits sum %.9g\n", last_loss.item<double>(), logits_sum);
   }
 
   // --- greedy decoding of the held-out prompts (every rank, so every rank's verdict agrees) -------

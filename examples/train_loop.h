@@ -10,7 +10,7 @@
 //     examples::compute_gradients(optimizer, loss, /*max_norm=*/1.0);
 //     optimizer.step();
 //     schedule->step();
-//     loss_avg.add(loss.item<double>());
+//     loss_avg.add(loss);   // stays on the loss's device; loss_avg.value() reads it back
 //   }
 //   examples::Verdict verdict;
 //   verdict.require(drop >= 0.3, examples::format("the loss fell by %.1f%% only", 100 * drop));
@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <tinytorch/tinytorch.h>
 
@@ -127,26 +128,57 @@ inline std::unique_ptr<tt::optim::LinearWarmup> warmup_cosine(tt::optim::Optimiz
   return std::make_unique<tt::optim::LinearWarmup>(optimizer, warmup, 0.1, cosine);
 }
 
+// tt::nn::utils::clip_grad_norm_(parameters, max_norm) (the 2-norm) with nothing read back to the
+// host: the total norm stays a 0-d float32 tensor on the gradients' device, and every gradient is
+// multiplied there by min(1, max_norm / (norm + 1e-6)), so a norm below max_norm leaves the
+// gradients exactly as they were. (clip_grad_norm_ returns the norm as a double: one read, and
+// on a GPU one synchronization, per gradient per step.) Returns the norm (undefined: no gradient).
+inline tt::Tensor clip_grad_norm_on_device(const std::vector<tt::Tensor>& parameters, double max_norm) {
+  tt::NoGradGuard no_grad;
+  std::vector<tt::Tensor> grads;
+  tt::Tensor sum_of_squares;  // [] float32
+  for (const tt::Tensor& p : parameters) {
+    const tt::Tensor g = p.grad();
+    if (!g.defined()) continue;
+    grads.push_back(g);
+    const tt::Tensor s = (g * g).sum().to(tt::kFloat32);
+    sum_of_squares = sum_of_squares.defined() ? sum_of_squares + s : s;
+  }
+  if (grads.empty()) return tt::Tensor();
+  const tt::Tensor norm = sum_of_squares.sqrt();
+  const tt::Tensor coef = tt::minimum(max_norm / (norm + 1e-6), tt::ones_like(norm));
+  for (tt::Tensor g : grads) g.mul_(coef.to(g.dtype()));
+  return norm;
+}
+
 // What comes before optimizer.step(): fresh gradients of `loss`, their total norm clipped to
-// `max_norm` (no clipping when 0).
+// `max_norm` (no clipping when 0) where they live.
 inline void compute_gradients(tt::optim::Optimizer& optimizer, const tt::Tensor& loss, double max_norm = 0.0) {
   optimizer.zero_grad();
   loss.backward();
-  if (max_norm > 0) tt::nn::utils::clip_grad_norm_(optimizer.parameters(), max_norm);
+  if (max_norm > 0) clip_grad_norm_on_device(optimizer.parameters(), max_norm);
 }
 
 // The training loss for the progress bar: an exponential moving average over about the last 20
-// steps, starting at the first loss.
+// steps, starting at the first loss. add(double) keeps it on the host; add(tensor) keeps it where
+// the loss lives (on a GPU: two small kernels queued, nothing read back), so a step costs no
+// synchronization and value() reads the average back only when it is shown. Use one or the other.
 class RunningLoss {
  public:
   double add(double loss) {
     value_ = count_++ == 0 ? loss : 0.95 * value_ + 0.05 * loss;
     return value_;
   }
-  double value() const { return value_; }
+  void add(const tt::Tensor& loss) {  // loss: a 0-d tensor, any device
+    tt::NoGradGuard no_grad;
+    const tt::Tensor l = loss.detach().to(tt::kFloat32);
+    average_ = count_++ == 0 ? l.clone() : average_ * 0.95 + l * 0.05;
+  }
+  double value() const { return average_.defined() ? average_.item<double>() : value_; }
 
  private:
   double value_ = 0.0;
+  tt::Tensor average_;  // add(tensor): the average, 0-d float32 on the loss's device
   int64_t count_ = 0;
 };
 
