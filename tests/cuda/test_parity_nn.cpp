@@ -19,13 +19,14 @@ TEST_CASE("parity: softmax and log_softmax", "[cuda][parity][softmax]") {
   for (ScalarType dt : {kFloat32, kFloat64}) {
     std::string at = dtype_name(dt);
     // Rows of every length the kernels special-case (Note [cuda softmax rows]): one element, a warp's
-    // 32 packs and one either side, each warp share (128 to 1024 floats), a block's (4096, 5000),
+    // width (32) and one either side, each warp share (128 to 1024 floats), a block's (4096, 5000),
     // past the register limit (8192 floats, 4096 doubles) to the general kernels. Rows of 1000 in
     // float32 are issue 17's log_softmax case (Note [softmax sums in double] of the CPU): the default
     // tolerance stands. With both devices summing in double and rounding to the same float, what is
     // left is exp_f32's last bit (nvcc and gcc contract its multiply-adds differently) and the final
-    // multiply-add, each a few u |exp(y) sum(dy)|; a bit-exact simulation of both kernels over 2e7
-    // elements of such rows peaked at 0.29 of this tolerance (float sums, as before: 6x over it).
+    // multiply-add, each a few u |exp(y) sum(dy)|; a float simulation of both kernels over 2e7
+    // elements of such rows (their summation orders and fused multiply-adds) peaked at 0.29 of this
+    // tolerance (with the old float sums: 6x over it).
     for (int64_t c : {1, 7, 31, 32, 33, 127, 129, 700, 1000, 1024, 4096, 4097, 5000, 8193}) {
       Tensor x = rnd({9, c}, dt) * 3;
       std::string rows = at + " rows of " + std::to_string(c);
