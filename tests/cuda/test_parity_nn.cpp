@@ -140,7 +140,9 @@ TEST_CASE("parity: layer_norm and rms_norm", "[cuda][parity][normalization]") {
     check_parity("layer_norm, no rows", [](const Tensor& t) { return F::layer_norm(t, {5}); }, rnd({0, 5}, dt));
     // The backward's partial weight gradients (Note [cuda weight gradients]): several blocks of 32
     // rows with a short last one (warp rows), of 16 rows (block rows), and no rows at all (zeros).
-    for (auto [r, c] : {std::pair<int64_t, int64_t>{1000, 768}, {333, 33}, {40, 2000}, {0, 768}}) {
+    // A few hundred rows: a column sum of R products near 0 keeps a float error ~1e-7 sqrt(R) that
+    // the 1e-5 absolute tolerance must cover (each device groups the rows differently).
+    for (auto [r, c] : {std::pair<int64_t, int64_t>{300, 768}, {333, 33}, {40, 2000}, {0, 768}}) {
       std::string at = std::string(dtype_name(dt)) + " " + std::to_string(r) + " rows of " + std::to_string(c);
       check_parity_with("layer_norm affine, " + at, o,
                         [c](const Tensor& t, const Tensor& w, const Tensor& b) { return F::layer_norm(t, {c}, w, b); },
