@@ -250,6 +250,48 @@ TEST_CASE("softmax backward matches PyTorch and finite differences", "[ops][acti
     }
 }
 
+// Note [softmax sums in double] of cpu/softmax.cpp: log_softmax's float32 backward over rows of
+// 1000 (issue 17's failing shape) against float64 arithmetic on the same float32 y and dy, within
+// the bound derived there, |dx - exact| <= 4.04 u |exp(y) s| + u |dx| (u = 2^-24), taken with
+// 5 u and 2 u. Sums of dy in float lanes broke it by ~200x on such rows. The forward is held to
+// its own bound: y = fl(fl(x - m) - fl(L)) is within u (|x - m| + |L| + |y|) of x - m - log(sum).
+TEST_CASE("log_softmax float32 on rows of 1000 stays within its error bound of a float64 reference",
+          "[ops][activation][softmax][precision]") {
+  const double u = std::ldexp(1.0, -24);
+  Generator gen(20240607);
+  const int64_t R = 64, C = 1000;
+  Tensor x = (randn({R, C}, TensorOptions(), &gen) * 3).requires_grad_();
+  Tensor dy = randn({R, C}, TensorOptions(), &gen);
+  Tensor y = log_softmax(x, 1);
+  y.backward(dy);
+  std::vector<float> xv = x.detach().to_vector<float>(), yv = y.detach().to_vector<float>();
+  std::vector<float> dyv = dy.to_vector<float>(), dxv = x.grad().to_vector<float>();
+  double worst_fwd = 0, worst_bwd = 0;
+  for (int64_t r = 0; r < R; ++r) {
+    const float* xr = xv.data() + r * C;
+    const float* yr = yv.data() + r * C;
+    const float* gr = dyv.data() + r * C;
+    const float* dr = dxv.data() + r * C;
+    double m = -kInf, se = 0, s = 0;
+    for (int64_t i = 0; i < C; ++i) m = std::max(m, double(xr[i]));
+    for (int64_t i = 0; i < C; ++i) se += std::exp(double(xr[i]) - m);
+    for (int64_t i = 0; i < C; ++i) s += double(gr[i]);
+    const double L = std::log(se);
+    for (int64_t i = 0; i < C; ++i) {
+      const double want_y = double(xr[i]) - m - L;
+      const double bound_y = 1.5 * u * (std::fabs(double(xr[i]) - m) + L + std::fabs(want_y)) + 1e-12;
+      worst_fwd = std::max(worst_fwd, std::fabs(double(yr[i]) - want_y) / bound_y);
+      const double es = std::exp(double(yr[i])) * s;  // from the float32 y the backward reads
+      const double want_dx = double(gr[i]) - es;
+      const double bound_dx = 5 * u * std::fabs(es) + 2 * u * std::fabs(want_dx) + 1e-12;
+      worst_bwd = std::max(worst_bwd, std::fabs(double(dr[i]) - want_dx) / bound_dx);
+    }
+  }
+  INFO("worst error over its bound: forward " << worst_fwd << ", backward " << worst_bwd);
+  CHECK(worst_fwd <= 1.0);
+  CHECK(worst_bwd <= 1.0);
+}
+
 TEST_CASE("softmax gradient of a masked row is zero and finite, and sum(softmax) has zero gradient",
           "[ops][activation][softmax][autograd]") {
   Tensor x = leaf64(tensor({{-kInf, -kInf, -kInf}, {0.5, -kInf, 1.5}}));

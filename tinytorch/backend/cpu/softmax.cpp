@@ -21,7 +21,6 @@
 
 #include "tinytorch/backend/activation_functors.h"
 #include "tinytorch/backend/cpu/cpu_backend.h"
-#include "tinytorch/backend/cpu/row_sum.h"
 #include "tinytorch/backend/row_plan.h"
 #include "tinytorch/backend/cpu/loop.h"
 
@@ -31,9 +30,27 @@ namespace {
 
 // Note [vectorized row passes]: `omp simd reduction` lets the compiler reorder a row's max and
 // sums into vector lanes (without it, float addition order pins the loop to one element at a
-// time). Float sums are folded into a double every kBlock elements (as in Note [float sums] of
-// reduce.cpp), so a 50,000-wide vocabulary row still sums accurately.
-constexpr int64_t kBlock = kRowSumBlock;
+// time). (normalization.cpp's row_sum folds float lanes into a double every kRowSumBlock elements.)
+//
+// Note [softmax sums in double]: softmax's three row sums (of the exponentials, of dy, of dy * y)
+// add every float term in a double, here and in the CUDA twin, so each is within a few double
+// roundings of the exact sum and both devices round it to the same float (but on a tie). A float
+// sum is not enough for log_softmax's backward dx = dy - exp(y) * sum(dy): sum(dy) over a row of
+// 1000 N(0, 1) values is ~30, and float lanes of ~60 terms leave it ~1e-5 off; where dy is close to
+// exp(y) * sum(dy), dx is near 0 and that 1e-5 (times exp(y) ~ 0.1 to 1) was the whole error,
+// 200x over the bound below, and different on each device (issue 17: the CUDA parity case of
+// rows of 1000 failed). With u = 2^-24, the float64 sum rounded once (u |s|), exp_f32 (<= 1.02 ulp
+// over [-87, 0], exhaustively checked: <= 2.04 u), the product (u) and the difference (u |dx|):
+//   |dx - exact(dy, y)| <= 4.04 u |exp(y) s| + u |dx|,
+// which tests/ops/test_activation.cpp checks against a float64 reference. The cost: one convert
+// and one double add per element, nothing next to the memory traffic.
+template <typename T, typename F>
+double row_sum_f64(int64_t n, F f) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += double(f(i));
+  return s;
+}
 
 // The largest element of a row, ignoring NaN; -inf for an empty row.
 template <typename T>
@@ -63,12 +80,12 @@ void softmax_row(T* __restrict y, const T* __restrict x, int64_t n, bool log) {
     return;
   }
   if (log) {
-    const T logsum = T(std::log(row_sum<T>(n, [&](int64_t i) { return functors::exp_any(x[i] - m); })));
+    const T logsum = T(std::log(row_sum_f64<T>(n, [&](int64_t i) { return functors::exp_any(x[i] - m); })));
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - logsum;
   } else {
     // Write the exponentials while summing them, then scale: x is read once. (A NaN in x makes
     // the sum, and so the whole row, NaN.)
-    const double sum = row_sum<T>(n, [&](int64_t i) { return y[i] = functors::exp_any(x[i] - m); });
+    const double sum = row_sum_f64<T>(n, [&](int64_t i) { return y[i] = functors::exp_any(x[i] - m); });
     const T inv = T(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) y[i] *= inv;
   }
@@ -80,10 +97,10 @@ template <typename T>
 void softmax_backward_row(T* __restrict dx, const T* __restrict dy, const T* __restrict y, int64_t n, bool log) {
   // TT_EXERCISE_BEGIN(03, 2)
   if (log) {  // dx = dy - exp(y) * sum(dy)
-    const T sum = T(row_sum<T>(n, [&](int64_t i) { return dy[i]; }));
+    const T sum = T(row_sum_f64<T>(n, [&](int64_t i) { return dy[i]; }));
     for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] - functors::exp_any(y[i]) * sum;
   } else {  // dx = y * (dy - sum(dy * y))
-    const T dot = T(row_sum<T>(n, [&](int64_t i) { return dy[i] * y[i]; }));
+    const T dot = T(row_sum_f64<T>(n, [&](int64_t i) { return dy[i] * y[i]; }));
     for (int64_t i = 0; i < n; ++i) dx[i] = y[i] * (dy[i] - dot);
   }
   // TT_EXERCISE_END

@@ -1,26 +1,33 @@
 // CUDA LayerNorm and RMSNorm, forward and backward; twin of cpu/normalization.cpp (same two-pass
 // variance with correction, same split mean, same float64 mean/rstd, same float64 pass for rows
-// whose statistics overflow, same fixed row blocks for the weight gradients). Not here: reshaping
-// to [R, C], checks, derivative bookkeeping (ops/normalization.cpp).
+// whose statistics overflow, partial weight gradients over fixed groups of rows added in double).
+// Not here: reshaping to [R, C], checks, derivative bookkeeping (ops/normalization.cpp).
 //
-// Note [cuda normalization rows]: x, y, dy, dx are contiguous [R, C]. A warp owns a row of up to
-// 1024 elements, a block a longer one (Note [group reductions] in block_reduce.cuh); each thread
-// sums its elements in float runs folded into a double (FoldSum) and the group combines in double,
-// as Note [normalization rows] of the CPU.
+// Note [cuda normalization rows]: x, y, dy, dx are contiguous [R, C]. Rows of up to 8192 floats
+// (4096 doubles) are held in registers (Note [rows in registers] in row_io.cuh): a warp per row
+// up to 1024 floats, a block per row above, 16-byte loads and stores where the rows are aligned.
+// The forward reads x once and writes y once (sum, centred sums, write, all from registers); each
+// thread sums its share in float and the group combines in double, as Note [normalization rows]
+// of the CPU. Longer rows (and C = 0) take the general kernels, which re-read the row per pass.
 //
-// Note [cuda weight gradients]: dweight and dbias are sums over rows, taken as on the CPU (Note
-// [deterministic weight gradients]): rows are grouped into fixed blocks of kRowBlock, one thread
-// per (row block, column) adds its block's rows in order into a [blocks, C] scratch tensor, and a
-// second kernel adds the partials of each column in block order, in double. No atomics: results
-// are the same from run to run and match the CPU's grouping.
+// Note [cuda weight gradients]: dweight and dbias are sums over rows. The backward is two
+// launches: one kernel writes dx and, for each group of kRowsPerCta rows (one block's), the
+// partial sums of dy * xhat and dy over those rows, accumulated in the registers of the thread
+// that owns each column (the same columns in every row) and combined across the block's warps in
+// shared memory in a fixed order; a second kernel adds each column's partials in double. dy and x
+// are read once; no atomics, no zero-fill (the reduction writes zeros when there are no rows), and
+// results are the same from run to run. The general path (rows past the register limit) keeps
+// a separate weight-partials kernel: three launches.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <initializer_list>
 
 #include "tinytorch/backend/cuda/block_reduce.cuh"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/launch.cuh"
+#include "tinytorch/backend/cuda/row_io.cuh"
 #include "tinytorch/backend/cuda/scratch.cuh"
 
 namespace tt::cuda {
@@ -270,17 +277,45 @@ __global__ void norm_weight_partials_kernel(T* dw_part, T* db_part, const T* dy,
   }
 }
 
-// part: [blocks, C] -> out: [C], each column's partials added in block order in double.
+// part0, part1: [nparts, C] (part1 used when gridDim.y is 2) -> out0, out1: [C], each column's
+// partials added in double: 32 columns per block on the lanes, its 32 warps each summing every
+// 32nd partial row, the warps' sums then added in warp order. The order depends on nparts only.
 template <typename T>
-__global__ void sum_partials_kernel(T* out, const T* part, int64_t blocks, int64_t C) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < C; c += int64_t(gridDim.x) * blockDim.x) {
+__global__ void __launch_bounds__(1024)
+sum_partials_kernel(T* out0, const T* part0, T* out1, const T* part1, int64_t nparts, int64_t C) {
+  __shared__ double sums[kWarpSize][kWarpSize + 1];
+  T* out = blockIdx.y == 0 ? out0 : out1;
+  const T* part = blockIdx.y == 0 ? part0 : part1;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  for (int64_t c0 = int64_t(blockIdx.x) * kWarpSize; c0 < C; c0 += int64_t(gridDim.x) * kWarpSize) {
+    const int64_t c = c0 + lane;
     double acc = 0;
-    for (int64_t b = 0; b < blocks; ++b) acc += double(part[b * C + c]);
-    out[c] = T(acc);
+    if (c < C)
+      for (int64_t p = warp; p < nparts; p += kWarpSize) acc += double(part[p * C + c]);
+    __syncthreads();  // the previous columns' readers are done with `sums`
+    sums[warp][lane] = acc;
+    __syncthreads();
+    if (warp == 0 && c < C) {
+      double s = 0;
+      for (int w = 0; w < kWarpSize; ++w) s += sums[w][lane];
+      out[c] = T(s);
+    }
   }
 }
 
-// dweight and dbias (either may be undefined) from [R, C] dy and x (Note [cuda weight gradients]).
+// dweight and dbias (either may be null) from the [nparts, C] partials: one launch.
+template <typename T>
+void reduce_partials(T* dweight, const T* pw, T* dbias, const T* pb, int64_t nparts, int64_t C) {
+  if (!dweight && !dbias) return;
+  T* out0 = dweight ? dweight : dbias;
+  const T* part0 = dweight ? pw : pb;
+  const unsigned outs = dweight && dbias ? 2 : 1;
+  const dim3 grid(unsigned(std::min<int64_t>((C + kWarpSize - 1) / kWarpSize, 1 << 30)), outs);
+  launch(sum_partials_kernel<T>, grid, 1024, 0, out0, part0, dbias, pb, nparts, C);
+}
+
+// dweight and dbias (either may be undefined) from [R, C] dy and x on the general path (Note
+// [cuda weight gradients]): partials over kRowBlock rows, then their sum.
 template <typename T>
 void weight_gradients(const Tensor& dweight, const Tensor& dbias, const T* dy, const T* x, const double* mean,
                       const double* rstd, int64_t R, int64_t C, const Device& device) {
@@ -295,13 +330,8 @@ void weight_gradients(const Tensor& dweight, const Tensor& dbias, const T* dy, c
     const dim3 grid(unsigned(std::min<int64_t>(blocks, 1 << 30)), unsigned(std::min<int64_t>(col_blocks, 65535)));
     launch(norm_weight_partials_kernel<T>, grid, kColThreads, 0, pwp, pbp, dy, x, mean, rstd, R, C, blocks);
   }
-  const unsigned grid = unsigned(std::min<int64_t>(col_blocks, 1 << 30));
-  if (want_w) {
-    launch(sum_partials_kernel<T>, grid, kColThreads, 0, dweight.data_ptr<T>(), pwp, blocks, C);
-  }
-  if (want_b) {
-    launch(sum_partials_kernel<T>, grid, kColThreads, 0, dbias.data_ptr<T>(), pbp, blocks, C);
-  }
+  reduce_partials<T>(want_w ? dweight.data_ptr<T>() : nullptr, pwp, want_b ? dbias.data_ptr<T>() : nullptr, pbp,
+                     blocks, C);
 }
 
 // Launches kernel<T, G> over R rows of C elements with the row group C calls for.
@@ -316,47 +346,276 @@ void weight_gradients(const Tensor& dweight, const Tensor& dbias, const T* dy, c
       launch(kernel<T, Group::Block>, grid_, threads_, 0, __VA_ARGS__);  \
   } while (0)
 
+// --- rows in registers (Note [cuda normalization rows], Note [cuda weight gradients]) -------------
+
+constexpr int kBackwardWarps = 8;              // warps of a warp-per-row backward block
+constexpr int64_t kWarpRowsPerCta = 32;        // rows per block (and per partial) with a warp per row
+constexpr int64_t kBlockRowsPerCta = 16;       // rows per block (and per partial) with a block per row
+
+// x, y: [R, C] contiguous, 1 <= C; w, b: [C] or null -> y, rstd and (LayerNorm) mean: [R] float64.
+// One group per row, the row in registers: kRms: y = x rstd w, rstd = 1/sqrt(mean(x^2) + eps);
+// else y = (x - mean) rstd w + b with the CPU's two-pass variance and split mean.
+template <typename T, Group G, int kChunks, bool kRms>
+__global__ void __launch_bounds__(kRowLaunchBound<G>)
+norm_regs_kernel(T* y, double* mean_out, double* rstd_out, const T* x, const T* w, const T* b, int64_t R, int64_t C,
+                 double eps, bool vec) {
+  __shared__ double smem[kWarpSize];
+  __shared__ Sum2 smem2[kWarpSize];
+  constexpr int kP = kPack<T>, kN = kChunks * kP;
+  const int rank = group_rank<G>(), gsize = group_size<G>();
+  for (int64_t row = group_first_row<G>(); row < R; row += group_row_step<G>()) {
+    const T* xr = x + row * C;
+    T* yr = y + row * C;
+    T v[kN];
+    load_row<T, kChunks>(v, xr, C, rank, gsize, vec, T(0));  // zeros past the end: they add nothing
+    T hi = 0, lo = 0, r;
+    if constexpr (kRms) {
+      T s = 0;
+#pragma unroll
+      for (int i = 0; i < kN; ++i) s += v[i] * v[i];
+      const double total = group_reduce<G>(double(s), SumCombine(), 0.0, smem);
+      if (!isfinite(total) && rms_norm_row_scaled<T, G>(yr, rstd_out + row, xr, w, C, eps, smem))
+        continue;  // Note [huge rows] of the CPU
+      const double rstd = 1.0 / sqrt(total / double(C) + eps);
+      if (rank == 0) rstd_out[row] = rstd;
+      r = T(rstd);
+    } else {
+      T s = 0;
+#pragma unroll
+      for (int i = 0; i < kN; ++i) s += v[i];
+      const T m0 = T(group_reduce<G>(double(s), SumCombine(), 0.0, smem) / double(C));
+      T sd = 0, sd2 = 0;  // Note [stable variance] of the CPU, over the row's own elements only
+#pragma unroll
+      for (int j = 0; j < kChunks; ++j) {
+#pragma unroll
+        for (int k = 0; k < kP; ++k) {
+          const T d = pack_start<T>(j, rank, gsize) + k < C ? v[j * kP + k] - m0 : T(0);
+          sd += d;
+          sd2 += d * d;
+        }
+      }
+      const Sum2 t = group_reduce<G>(Sum2{double(sd), double(sd2)}, Sum2Combine(), Sum2{0, 0}, smem2);
+      // Note [huge rows] of the CPU; m0 and t are the same in every thread of the group.
+      if ((!isfinite(double(m0)) || !isfinite(t.b)) &&
+          layer_norm_row_scaled<T, G>(yr, mean_out + row, rstd_out + row, xr, w, b, C, eps, smem, smem2))
+        continue;
+      const double var = fmax(0.0, (t.b - t.a * t.a / double(C)) / double(C));
+      const double mean = double(m0) + t.a / double(C), rstd = 1.0 / sqrt(var + eps);
+      if (rank == 0) {
+        mean_out[row] = mean;
+        rstd_out[row] = rstd;
+      }
+      hi = T(mean);  // Note [split mean] of the CPU
+      lo = T(mean - double(hi));
+      r = T(rstd);
+    }
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j) {
+      const int64_t i0 = pack_start<T>(j, rank, gsize);
+      T wp[kP], bp[kP];
+      if (w) load_pack(wp, w, i0, C, vec, T(1));
+      if (b) load_pack(bp, b, i0, C, vec, T(0));
+#pragma unroll
+      for (int k = 0; k < kP; ++k) {
+        T o = kRms ? v[j * kP + k] * r : ((v[j * kP + k] - hi) - lo) * r;
+        if (w) o = o * wp[k];
+        if (!kRms && b) o = o + bp[k];
+        v[j * kP + k] = o;
+      }
+    }
+    store_row<T, kChunks>(yr, v, C, rank, gsize, vec);
+  }
+}
+
+// dy, x: [R, C] contiguous, 1 <= C; mean (LayerNorm), rstd: [R]; w: [C] or null -> dx: [R, C] (or
+// null), and per block of `rows_per_cta` rows the partial sums of dy * xhat and dy over its rows
+// into row blockIdx of dw_part, db_part: [ceil(R / rows_per_cta), C] (either may be null). Note
+// [cuda weight gradients]. With g = dy w and means over the row:
+//   LayerNorm: xhat = (x - mean) rstd, dx = rstd (g - mean(g) - xhat mean(g xhat));
+//   RMSNorm:   xhat = x rstd,          dx = rstd (g - xhat mean(g xhat)).
+template <typename T, Group G, int kChunks, bool kRms>
+__global__ void __launch_bounds__(kRowLaunchBound<G>)
+norm_backward_regs_kernel(T* dx, T* dw_part, T* db_part, const T* dy, const T* x, const double* mean,
+                          const double* rstd, const T* w, int64_t R, int64_t C, int64_t rows_per_cta, bool vec) {
+  constexpr int kP = kPack<T>, kN = kChunks * kP;
+  constexpr int kShared = G == Group::Warp ? kWarpSize * kN : 1;  // a warp's longest row
+  __shared__ Sum2 smem2[kWarpSize];
+  __shared__ T acc_w[kShared], acc_b[kShared];
+  const int rank = group_rank<G>(), gsize = group_size<G>();
+  const int groups = G == Group::Warp ? int(blockDim.x) / kWarpSize : 1;
+  const int gi = G == Group::Warp ? int(threadIdx.x) / kWarpSize : 0;
+  const int64_t ctas = (R + rows_per_cta - 1) / rows_per_cta;
+  for (int64_t cta = blockIdx.x; cta < ctas; cta += gridDim.x) {
+    T aw[kN], ab[kN];
+#pragma unroll
+    for (int i = 0; i < kN; ++i) aw[i] = ab[i] = T(0);
+    const int64_t r1 = (cta + 1) * rows_per_cta < R ? (cta + 1) * rows_per_cta : R;
+    for (int64_t row = cta * rows_per_cta + gi; row < r1; row += groups) {
+      T xh[kN], g[kN];
+      load_row<T, kChunks>(xh, x + row * C, C, rank, gsize, vec, T(0));
+      load_row<T, kChunks>(g, dy + row * C, C, rank, gsize, vec, T(0));  // zeros past the end add nothing
+      const T r = T(rstd[row]);
+      if constexpr (kRms) {
+#pragma unroll
+        for (int i = 0; i < kN; ++i) xh[i] = xh[i] * r;
+      } else {
+        const T hi = T(mean[row]), lo = T(mean[row] - double(hi));  // Note [split mean] of the CPU
+#pragma unroll
+        for (int i = 0; i < kN; ++i) xh[i] = ((xh[i] - hi) - lo) * r;
+      }
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        if (dw_part) aw[i] += g[i] * xh[i];
+        if (db_part) ab[i] += g[i];
+      }
+      if (!dx) continue;
+      if (w) {
+#pragma unroll
+        for (int j = 0; j < kChunks; ++j) {
+          T wp[kP];
+          load_pack(wp, w, pack_start<T>(j, rank, gsize), C, vec, T(0));
+#pragma unroll
+          for (int k = 0; k < kP; ++k) g[j * kP + k] = g[j * kP + k] * wp[k];
+        }
+      }
+      T sg = 0, sgx = 0;
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        sg += g[i];
+        sgx += g[i] * xh[i];
+      }
+      const Sum2 t = group_reduce<G>(Sum2{double(sg), double(sgx)}, Sum2Combine(), Sum2{0, 0}, smem2);
+      const T a = T(t.a / double(C)), c = T(t.b / double(C));
+#pragma unroll
+      for (int i = 0; i < kN; ++i) g[i] = kRms ? r * (g[i] - xh[i] * c) : r * (g[i] - a - xh[i] * c);
+      store_row<T, kChunks>(dx + row * C, g, C, rank, gsize, vec);
+    }
+    if (!dw_part && !db_part) continue;
+    if constexpr (G == Group::Block) {  // each column has one owner: its partials go straight out
+      if (dw_part) store_row<T, kChunks>(dw_part + cta * C, aw, C, rank, gsize, vec);
+      if (db_part) store_row<T, kChunks>(db_part + cta * C, ab, C, rank, gsize, vec);
+    } else {  // the warps' partials added in shared memory in warp order, then written out
+      for (int wi = 0; wi < groups; ++wi) {
+        __syncthreads();  // the previous warp's (or block's) use of acc_w / acc_b is done
+        if (gi != wi) continue;
+#pragma unroll
+        for (int j = 0; j < kChunks; ++j) {
+#pragma unroll
+          for (int k = 0; k < kP; ++k) {
+            const int64_t col = pack_start<T>(j, rank, gsize) + k;
+            if (col >= C) continue;
+            acc_w[col] = wi == 0 ? aw[j * kP + k] : acc_w[col] + aw[j * kP + k];
+            acc_b[col] = wi == 0 ? ab[j * kP + k] : acc_b[col] + ab[j * kP + k];
+          }
+        }
+      }
+      __syncthreads();
+      for (int64_t col = threadIdx.x; col < C; col += blockDim.x) {
+        if (dw_part) dw_part[cta * C + col] = acc_w[col];
+        if (db_part) db_part[cta * C + col] = acc_b[col];
+      }
+    }
+  }
+}
+
+// True when every pointer given (null ones skipped) is 16-byte aligned and rows of C elements of T
+// keep that alignment: the register kernels may move 16 bytes at a time.
+template <typename T>
+bool rows_vectorizable(int64_t C, std::initializer_list<const void*> ptrs) {
+  if (C % kPack<T> != 0) return false;
+  for (const void* p : ptrs)
+    if (p && !aligned16(p)) return false;
+  return true;
+}
+
+// The forward of both norms (mean null for RMSNorm): registers where the row fits, else the
+// general kernels.
+template <typename T, bool kRms>
+void norm_forward(T* y, double* mean, double* rstd, const T* x, const T* w, const T* b, int64_t R, int64_t C,
+                  double eps) {
+  if (R == 0) return;
+  const RowShape shape = row_shape<T>(C);
+  if (C > 0 && shape.ok) {
+    const bool vec = rows_vectorizable<T>(C, {y, x, w, b});
+    with_shape(shape, [&](auto g, auto chunks) {
+      constexpr Group G = decltype(g)::value;
+      launch(norm_regs_kernel<T, G, decltype(chunks)::value, kRms>, group_grid(G, shape.threads, R), shape.threads, 0,
+             y, mean, rstd, x, w, b, R, C, eps, vec);
+    });
+    return;
+  }
+  if constexpr (kRms)
+    TT_LAUNCH_ROWS(rms_norm_kernel, T, R, C, y, rstd, x, w, R, C, eps);
+  else
+    TT_LAUNCH_ROWS(layer_norm_kernel, T, R, C, y, mean, rstd, x, w, b, R, C, eps);
+}
+
+// The backward of both norms (mean null for RMSNorm, dbias undefined there): at most two launches
+// (Note [cuda weight gradients]); the general path for rows past the register limit.
+template <typename T, bool kRms>
+void norm_backward(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy, const Tensor& x,
+                   const double* mean, const double* rstd, const Tensor& weight) {
+  const int64_t R = x.size(0), C = x.size(1);
+  if (C == 0) return;
+  const T* pdy = dy.data_ptr<T>();
+  const T* px = x.data_ptr<T>();
+  const T* pw = ptr_or_null<T>(weight);
+  T* pdx = dx.defined() ? dx.data_ptr<T>() : nullptr;
+  T* dwp = dweight.defined() ? dweight.data_ptr<T>() : nullptr;
+  T* dbp = dbias.defined() ? dbias.data_ptr<T>() : nullptr;
+  const RowShape shape = row_shape<T>(C);
+  if (!shape.ok) {
+    if (pdx && R > 0) {
+      if constexpr (kRms)
+        TT_LAUNCH_ROWS(rms_norm_backward_kernel, T, R, C, pdx, pdy, px, rstd, pw, R, C);
+      else
+        TT_LAUNCH_ROWS(layer_norm_backward_kernel, T, R, C, pdx, pdy, px, mean, rstd, pw, R, C);
+    }
+    weight_gradients<T>(dweight, dbias, pdy, px, mean, rstd, R, C, x.device());
+    return;
+  }
+  const bool warp = shape.group == Group::Warp;
+  const int threads = warp ? kBackwardWarps * kWarpSize : shape.threads;
+  const int64_t rows_per_cta = warp ? kWarpRowsPerCta : kBlockRowsPerCta;
+  const int64_t ctas = (R + rows_per_cta - 1) / rows_per_cta;
+  const int device = x.device().index;
+  const Scratch<T> pw_part(dwp ? ctas * C : 0, device), pb_part(dbp ? ctas * C : 0, device);
+  T* pwp = dwp ? pw_part.data() : nullptr;
+  T* pbp = dbp ? pb_part.data() : nullptr;
+  if (ctas > 0 && (pdx || pwp || pbp)) {
+    const bool vec = rows_vectorizable<T>(C, {pdx, pdy, px, pw, pwp, pbp});
+    const unsigned grid = unsigned(std::min<int64_t>(ctas, 1 << 30));
+    with_shape(shape, [&](auto g, auto chunks) {
+      launch(norm_backward_regs_kernel<T, decltype(g)::value, decltype(chunks)::value, kRms>, grid, threads, 0, pdx,
+             pwp, pbp, pdy, px, mean, rstd, pw, R, C, rows_per_cta, vec);
+    });
+  }
+  reduce_partials<T>(dwp, pwp, dbp, pbp, ctas, C);
+}
+
 template <typename T>
 void layer_norm_typed(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
                       const Tensor& bias, double eps) {
-  const int64_t R = x.size(0), C = x.size(1);
-  if (R == 0) return;
-  TT_LAUNCH_ROWS(layer_norm_kernel, T, R, C, y.data_ptr<T>(), mean.data_ptr<double>(), rstd.data_ptr<double>(),
-                 x.data_ptr<T>(), ptr_or_null<T>(weight), ptr_or_null<T>(bias), R, C, eps);
+  norm_forward<T, false>(y.data_ptr<T>(), mean.data_ptr<double>(), rstd.data_ptr<double>(), x.data_ptr<T>(),
+                         ptr_or_null<T>(weight), ptr_or_null<T>(bias), x.size(0), x.size(1), eps);
 }
 
 template <typename T>
 void layer_norm_backward_typed(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
                                const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
-  const int64_t R = x.size(0), C = x.size(1);
-  const T* pdy = dy.data_ptr<T>();
-  const T* px = x.data_ptr<T>();
-  const double* pm = mean.data_ptr<double>();
-  const double* pr = rstd.data_ptr<double>();
-  if (dx.defined() && R > 0 && C > 0)
-    TT_LAUNCH_ROWS(layer_norm_backward_kernel, T, R, C, dx.data_ptr<T>(), pdy, px, pm, pr, ptr_or_null<T>(weight), R,
-                   C);
-  weight_gradients<T>(dweight, dbias, pdy, px, pm, pr, R, C, x.device());
+  norm_backward<T, false>(dx, dweight, dbias, dy, x, mean.data_ptr<double>(), rstd.data_ptr<double>(), weight);
 }
 
 template <typename T>
 void rms_norm_typed(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& weight, double eps) {
-  const int64_t R = x.size(0), C = x.size(1);
-  if (R == 0) return;
-  TT_LAUNCH_ROWS(rms_norm_kernel, T, R, C, y.data_ptr<T>(), rstd.data_ptr<double>(), x.data_ptr<T>(),
-                 ptr_or_null<T>(weight), R, C, eps);
+  norm_forward<T, true>(y.data_ptr<T>(), nullptr, rstd.data_ptr<double>(), x.data_ptr<T>(), ptr_or_null<T>(weight),
+                        nullptr, x.size(0), x.size(1), eps);
 }
 
 template <typename T>
 void rms_norm_backward_typed(const Tensor& dx, const Tensor& dweight, const Tensor& dy, const Tensor& x,
                              const Tensor& rstd, const Tensor& weight) {
-  const int64_t R = x.size(0), C = x.size(1);
-  const T* pdy = dy.data_ptr<T>();
-  const T* px = x.data_ptr<T>();
-  const double* pr = rstd.data_ptr<double>();
-  if (dx.defined() && R > 0 && C > 0)
-    TT_LAUNCH_ROWS(rms_norm_backward_kernel, T, R, C, dx.data_ptr<T>(), pdy, px, pr, ptr_or_null<T>(weight), R, C);
-  weight_gradients<T>(dweight, Tensor(), pdy, px, nullptr, pr, R, C, x.device());
+  norm_backward<T, true>(dx, dweight, Tensor(), dy, x, nullptr, rstd.data_ptr<double>(), weight);
 }
 
 }  // namespace
