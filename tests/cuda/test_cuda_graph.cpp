@@ -65,10 +65,9 @@ TEST_CASE("tt::cuda::Graph: a captured MLP training step replays the eager steps
   std::vector<double> expected;
   for (int i = 0; i < kWarmup + kReplays; ++i) expected.push_back(eager.step().item<double>());
 
-  for (int i = 0; i < kWarmup; ++i) graphed.step();  // pre-warm: optimizer state, cuBLAS, the cache
   cuda::Graph g;
   Tensor loss;
-  g.capture([&] { loss = graphed.step(); });
+  g.capture([&] { loss = graphed.step(); }, kWarmup);  // kWarmup eager steps (optimizer state, cuBLAS), then capture
   CHECK(g.captured());
   CHECK(g.num_nodes() > 0);
   const MemoryStats pool = g.pool_stats();
@@ -195,6 +194,12 @@ TEST_CASE("tt::cuda::Graph: misuse is refused with a message", "[cuda][cuda_grap
   g.replay();
   CHECK(allclose(y.cpu(), full({8}, 3.0f), 0, 0));
   // The pool is released with the graph; the tensor made during the capture stays valid.
-  { cuda::Graph scoped; Tensor z; scoped.capture([&] { z = x * 4; }); scoped.replay(); y = z; }
+  {
+    cuda::Graph scoped;
+    Tensor z;
+    scoped.capture([&] { z = x * 4; });
+    scoped.replay();
+    y = z;
+  }
   CHECK(allclose(y.cpu(), full({8}, 4.0f), 0, 0));
 }

@@ -42,6 +42,14 @@ class Graph {
     }
     capture_end();
   }
+  // Pre-warm, then capture: fn() run eagerly `warmup` times (optimizer state, cuBLAS, kernel modules
+  // and the allocator's cache set up; docs/cuda_graphs.md), then captured as above. The eager runs
+  // are real steps: a training step captured this way has trained `warmup` steps already.
+  template <typename Fn>
+  void capture(Fn&& fn, int warmup) {
+    for (int i = 0; i < warmup; ++i) fn();
+    capture(std::forward<Fn>(fn));
+  }
   // Runs the captured work once more on the device's stream (asynchronously, like a kernel).
   void replay();
   // Drops the captured graph and its private pool; the graph may capture again.
