@@ -178,6 +178,8 @@ TEST_CASE("tt::cuda::Graph: misuse is refused with a message", "[cuda][cuda_grap
   REQUIRE_THROWS_WITH(g.capture_begin(), Contains("this graph is already capturing"));
   REQUIRE_THROWS_WITH(cuda::empty_cache(), Contains("cannot release cached memory while a CUDA graph is being "
                                                     "captured"));
+  REQUIRE_THROWS_WITH(cuda::synchronize(), Contains("cuda::synchronize: cuda:0 cannot synchronize with the host "
+                                                    "while a CUDA graph is being captured"));
   {
     cuda::Graph other;
     REQUIRE_THROWS_WITH(other.capture_begin(), Contains("is already being captured by another graph"));
