@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tinytorch/core/allocator.h"
+#include "tinytorch/core/cuda_graph.h"
 #include "tinytorch/core/device.h"
 #include "tinytorch/core/dtype.h"
 #include "tinytorch/core/error.h"

@@ -6,6 +6,11 @@ about 20 ms). Prints one line per workload, or with --json one object {"name": m
 that tt_bench reads (null where the workload ran out of memory). Needs torch with CUDA; exits 1
 without it. TF32 stays off for matmuls, as tinytorch's default.
 
+Training (issue 17): gpt_step (the CPU gpt_step's GPT at context 256, batch 64), gpt_step_bf16, and
+gpt2_step, GPT-2 small (E 768, 12 heads, 12 layers, context 1024, batch 8, vocab 50304) with the
+same structure, AdamW and float32; its step lasts a few hundred ms, so it runs at most 2 warm-up
+steps and 3 timed rounds. tinytorch's *_graph rows (a CUDA graph) are compared with these eager times.
+
 Attention (issue 8, the sdpa_* workloads): FlashAttention's benchmark shapes (B*N = 16384 tokens;
 D 64 with H 16, D 128 with H 8; N 512 to 16384; causal and not; float32; forward + backward and
 forward only `_fwd`) through torch.nn.functional.scaled_dot_product_attention (PyTorch 2), under
@@ -47,6 +52,17 @@ def is_oom(torch, err):
     return (oom is not None and isinstance(err, oom)) or "out of memory" in str(err)
 
 
+# (warm-up steps, timed rounds) at most, for the workloads whose one op lasts long.
+CAPS = {"gpt2_step": (2, 3)}
+
+
+def training_workloads(gpt_step):
+    """The training steps (issue 17), in tt_bench's order: (name, make)."""
+    return [("gpt_step", gpt_step),
+            ("gpt_step_bf16", lambda: gpt_step(bf16=True)),
+            ("gpt2_step", lambda: gpt_step(V=50304, T=1024, E=768, H=12, L=12, B=8))]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true", help="print one JSON object of ms per op")
@@ -72,8 +88,10 @@ def main():
     def uniform(shape, lo, hi, grad=False):
         return (torch.rand(shape, device=dev) * (hi - lo) + lo).requires_grad_(grad)
 
-    def time_ms(op):
-        for _ in range(args.warmup):
+    def time_ms(op, warmup=None, rounds=None):
+        warmup = args.warmup if warmup is None else warmup
+        rounds = args.rounds if rounds is None else rounds
+        for _ in range(warmup):
             op()
         torch.cuda.synchronize()
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -88,7 +106,7 @@ def main():
 
         one = max(1e-3, sample(1))
         iters = int(min(1000, max(1, 20.0 / one)))
-        times = sorted(sample(iters) for _ in range(args.rounds))
+        times = sorted(sample(iters) for _ in range(rounds))
         return times[len(times) // 2]
 
     def forward_backward(f, dy, leaves):
@@ -117,10 +135,10 @@ def main():
         x = uniform((8192, 768), -1, 1, True)
         return forward_backward(lambda: ln(x), uniform((8192, 768), -1, 1), [x, ln.weight, ln.bias])
 
-    def gpt_step(bf16=False):
+    def gpt_step(bf16=False, V=65, T=256, E=128, H=4, L=4, B=64):
         # tinytorch's nn::GPT: pre-norm blocks (LayerNorm, causal self-attention with biased q/k/v/out
         # projections, LayerNorm, exact-GELU MLP 4x), learned positions, final LayerNorm, tied head.
-        V, T, E, H, L, B = 65, 256, 128, 4, 4, 64
+        # Defaults: gpt_step's shape; gpt2_step passes GPT-2 small's (training_workloads).
 
         class Block(torch.nn.Module):
             def __init__(self):
@@ -181,10 +199,10 @@ def main():
         return forward_backward(f, uniform((b, h, n, d), -1, 1), [q, k, v])
 
     workloads = [("linear_fb", linear_fb), ("copy", copy), ("softmax_fb", softmax_fb),
-                 ("layernorm_fb", layernorm_fb), ("gpt_step", gpt_step),
-                 ("gpt_step_bf16", lambda: gpt_step(bf16=True))]
+                 ("layernorm_fb", layernorm_fb)] + training_workloads(gpt_step)
+    # A tinytorch *_graph row is judged against the eager step of its name without _graph.
     workloads = [(name, make) for name, make in workloads
-                 if selected(name) or (name == "copy" and selected("softmax_fb"))]
+                 if selected(name) or selected(name + "_graph") or (name == "copy" and selected("softmax_fb"))]
     for name, b, h, n, d, causal, fwd_only in sdpa_shapes():
         if not selected(name):
             continue
@@ -200,7 +218,8 @@ def main():
     for name, make in workloads:
         why = None
         try:
-            times[name] = time_ms(make())
+            warmup, rounds = CAPS.get(name, (args.warmup, args.rounds))
+            times[name] = time_ms(make(), min(warmup, args.warmup), min(rounds, args.rounds))
         except RuntimeError as err:  # torch.cuda.OutOfMemoryError is a RuntimeError
             if not name.startswith("sdpa_") and not is_oom(torch, err):
                 raise

@@ -339,3 +339,173 @@ TEST_CASE("memory::stats(kCUDA) sees the bytes of a CUDA tensor", "[core][alloca
   CHECK(memory::stats(kCUDA).reserved_bytes <= after.reserved_bytes);
   CHECK(memory::stats(kCPU).allocated_bytes >= 0);
 }
+
+// --- private pools: the memory of a CUDA graph (Note [private pools]) --------------------------------
+
+TEST_CASE("BlockPool private pool (CUDA graph): a capture's allocations come from segments of its own",
+          "[core][allocator][block_pool][graph]") {
+  FakeSystem sys;
+  BlockPool pool = make_pool(sys);
+  void* cached = pool.allocate(4096);  // a shared-pool block, freed: cached for reuse
+  pool.deallocate(cached, 4096);
+  const BlockPool::PoolId id = pool.create_private_pool();
+  CHECK(id != 0);
+  pool.begin_allocate_to_pool(id);
+  CHECK(pool.capturing());
+  void* a = pool.allocate(4096);  // not the cached shared block: a new segment of the private pool
+  CHECK(a != cached);
+  CHECK(sys.allocs == 2);
+  // Another thread's allocation during the capture still comes from the shared pool.
+  void* other = nullptr;
+  std::thread([&] { other = pool.allocate(4096); }).join();
+  CHECK(other == cached);
+  MemoryStats ps = pool.private_pool_stats(id);
+  CHECK(ps.reserved_bytes == int64_t(2 * MiB));
+  CHECK(ps.allocated_bytes == 4096);
+  CHECK(ps.num_allocs == 1);
+  CHECK(ps.num_system_allocs == 1);
+  pool.end_allocate_to_pool(id);
+  CHECK_FALSE(pool.capturing());
+  pool.deallocate(other, 4096);
+  pool.deallocate(a, 4096);
+  CHECK(pool.private_pool_stats(id).allocated_bytes == 0);
+  // After the capture, the shared pool never hands out the private pool's free memory.
+  void* after = pool.allocate(4096);
+  CHECK(after == cached);
+  void* big = pool.allocate(MiB);  // the private segment is all free, yet the shared segment serves it
+  CHECK(as_char(big) == as_char(cached) + 4096);
+  CHECK(sys.allocs == 2);
+  pool.deallocate(after, 4096);
+  pool.deallocate(big, MiB);
+  pool.release_private_pool(id);
+}
+
+TEST_CASE("BlockPool private pool (CUDA graph): blocks freed during a capture are reused inside it, and a "
+          "second capture into the pool finds the same addresses", "[core][allocator][block_pool][graph]") {
+  FakeSystem sys;
+  BlockPool pool = make_pool(sys);
+  const BlockPool::PoolId id = pool.create_private_pool();
+  // One "step": a temporary freed mid-step, a second one of the same size, a result kept.
+  auto step = [&](std::vector<void*>& seen) {
+    void* tmp = pool.allocate(100000);
+    seen.push_back(tmp);
+    pool.deallocate(tmp, 100000);
+    void* tmp2 = pool.allocate(100000);  // the block just freed, from the private pool
+    seen.push_back(tmp2);
+    void* result = pool.allocate(512);
+    seen.push_back(result);
+    pool.deallocate(tmp2, 100000);
+    return result;
+  };
+  std::vector<void*> first, second;
+  pool.begin_allocate_to_pool(id);
+  void* r1 = step(first);
+  pool.end_allocate_to_pool(id);
+  CHECK(first[0] == first[1]);
+  const int64_t allocs_after_first = sys.allocs;
+  pool.deallocate(r1, 512);
+  pool.begin_allocate_to_pool(id);
+  void* r2 = step(second);
+  pool.end_allocate_to_pool(id);
+  CHECK(second == first);  // same addresses, in the same order
+  CHECK(sys.allocs == allocs_after_first);
+  CHECK(r2 == r1);
+  pool.deallocate(r2, 512);
+  CHECK(pool.private_pool_stats(id).allocated_bytes == 0);
+  CHECK(pool.private_pool_stats(id).reserved_bytes == int64_t(2 * MiB));
+  // The private pool's segments stay reserved while it lives: empty_cache leaves them.
+  pool.empty_cache();
+  CHECK(pool.stats().reserved_bytes == int64_t(2 * MiB));
+  pool.release_private_pool(id);
+  pool.empty_cache();
+  CHECK(pool.stats().reserved_bytes == 0);
+  CHECK(sys.in_use == 0);
+}
+
+TEST_CASE("BlockPool private pool (CUDA graph): a shared block freed during a capture is set aside until the "
+          "pool is released", "[core][allocator][block_pool][graph]") {
+  FakeSystem sys;
+  BlockPool pool = make_pool(sys);
+  void* old_grad = pool.allocate(8192);  // from before the capture; the captured step replaces it
+  const BlockPool::PoolId id = pool.create_private_pool();
+  pool.begin_allocate_to_pool(id);
+  void* new_grad = pool.allocate(8192);
+  pool.deallocate(old_grad, 8192);  // a replay reads it before this point: not reusable
+  void* inside = pool.allocate(8192);
+  CHECK(inside != old_grad);
+  pool.end_allocate_to_pool(id);
+  CHECK(pool.stats().allocated_bytes == 2 * 8192);  // set aside: no longer counted as allocated
+  void* eager = pool.allocate(8192);  // after the capture, still not handed out
+  CHECK(eager != old_grad);
+  pool.deallocate(eager, 8192);
+  pool.deallocate(inside, 8192);
+  pool.empty_cache();  // the set-aside block keeps its segment
+  CHECK(sys.live.count(old_grad) == 1);
+  pool.release_private_pool(id);
+  pool.deallocate(new_grad, 8192);  // retagged to the shared pool by the release
+  CHECK(pool.stats().allocated_bytes == 0);
+  pool.empty_cache();  // every segment whole again, the set-aside one included
+  CHECK(sys.in_use == 0);
+  CHECK(sys.frees == 2);
+}
+
+TEST_CASE("BlockPool private pool (CUDA graph): a tensor kept past the graph keeps its block; released memory "
+          "serves the shared pool", "[core][allocator][block_pool][graph]") {
+  FakeSystem sys;
+  BlockPool pool = make_pool(sys);
+  const BlockPool::PoolId id = pool.create_private_pool();
+  pool.begin_allocate_to_pool(id);
+  void* loss = pool.allocate(512);
+  void* act = pool.allocate(3 * MiB);  // a 20 MiB large-pool segment
+  pool.deallocate(act, 3 * MiB);
+  pool.end_allocate_to_pool(id);
+  const int64_t allocs = sys.allocs;
+  CHECK(allocs == 2);
+  pool.release_private_pool(id);
+  REQUIRE_THROWS_WITH(pool.private_pool_stats(id), Contains("has no private pool"));
+  void* reuse = pool.allocate(3 * MiB);  // the released large segment, no new system allocation
+  CHECK(reuse == act);
+  CHECK(sys.allocs == allocs);
+  void* small = pool.allocate(1024);  // the loss's segment, split after the loss
+  CHECK(as_char(small) == as_char(loss) + 512);
+  pool.deallocate(reuse, 3 * MiB);
+  pool.deallocate(small, 1024);
+  pool.empty_cache();
+  CHECK(pool.stats().reserved_bytes == int64_t(2 * MiB));  // the loss still holds its segment
+  pool.deallocate(loss, 512);
+  pool.empty_cache();
+  CHECK(pool.stats().reserved_bytes == 0);
+  CHECK(sys.in_use == 0);
+}
+
+TEST_CASE("BlockPool private pool (CUDA graph): nothing synchronizes during a capture, and misuse is refused",
+          "[core][allocator][block_pool][graph]") {
+  FakeSystem sys;
+  sys.capacity = 64 * MiB;
+  BlockPool pool = make_pool(sys);
+  void* cached = pool.allocate(30 * MiB);
+  pool.deallocate(cached, 30 * MiB);  // 30 MiB cached in the shared pool
+  const BlockPool::PoolId id = pool.create_private_pool();
+  pool.begin_allocate_to_pool(id);
+  REQUIRE_THROWS_WITH(pool.empty_cache(), Contains("fake:0 cannot release cached memory while a CUDA graph is "
+                                                   "being captured"));
+  // Out of memory during a capture: no release of the cache (it would wait for the device).
+  REQUIRE_THROWS_AS(pool.allocate(40 * MiB), OutOfMemoryError);
+  REQUIRE_THROWS_WITH(pool.allocate(40 * MiB), Contains("a CUDA graph is being captured"));
+  CHECK(sys.syncs == 0);
+  CHECK(pool.stats().reserved_bytes == int64_t(30 * MiB));
+  const BlockPool::PoolId other = pool.create_private_pool();
+  REQUIRE_THROWS_WITH(pool.begin_allocate_to_pool(other), Contains("one CUDA graph capture at a time"));
+  REQUIRE_THROWS_WITH(pool.end_allocate_to_pool(other), Contains("is not capturing into private pool"));
+  REQUIRE_THROWS_WITH(pool.release_private_pool(id), Contains("is still capturing"));
+  pool.end_allocate_to_pool(id);
+  REQUIRE_THROWS_WITH(pool.begin_allocate_to_pool(0), Contains("(0 is the shared pool)"));
+  REQUIRE_THROWS_WITH(pool.begin_allocate_to_pool(99), Contains("never created, or already released"));
+  pool.release_private_pool(id);
+  pool.release_private_pool(other);
+  REQUIRE_THROWS_WITH(pool.release_private_pool(id), Contains("has no private pool"));
+  // Outside a capture, out of memory releases the cache again.
+  void* big = pool.allocate(40 * MiB);
+  CHECK(sys.syncs == 1);
+  pool.deallocate(big, 40 * MiB);
+}

@@ -2,7 +2,7 @@
 // spirit of PyTorch's CUDACachingAllocator. It gets memory from an injected "system" allocator
 // (cudaMalloc / cudaFree for a GPU, anything in the tests) and keeps it. It knows nothing about
 // CUDA, so the block logic is compiled and tested in every build. Streams are not modelled: every
-// kernel runs on the device's default stream, so a freed block can be handed out again at once.
+// kernel runs on the device's own stream, so a freed block can be handed out again at once.
 //
 // Note [caching allocator pools]
 //   Requests are rounded up to 512 bytes and served from one of two pools:
@@ -20,6 +20,22 @@
 //   the request retried once (then, where the segment would be bigger than the request, with a
 //   segment of just the request's size); if that fails too, OutOfMemoryError gives the bytes
 //   requested, allocated and reserved.
+//
+// Note [private pools]
+//   A CUDA graph (tt::cuda::Graph, docs/cuda_graphs.md) replays the kernels it captured with the
+//   addresses they had at capture time, so the memory they touched must not be handed to anyone
+//   else while the graph lives. create_private_pool() opens a pool of its own segments;
+//   between begin_allocate_to_pool(id) and end_allocate_to_pool(id), every allocation made by
+//   the calling thread is served from it (other threads keep using the shared pool). Its blocks,
+//   freed during the capture or after, go back to that pool only, so a later replay finds the same
+//   addresses and nothing outside the graph ever overlaps them. A block of the shared pool freed
+//   during the capture (a gradient from before the capture, replaced by the captured step) may
+//   still be read by a replay before the point of its free, so it is set aside, not reused, until
+//   the pool is released. release_private_pool(id), when the graph goes, hands the pool's segments
+//   and the set-aside blocks to the shared pool (a tensor still holding a block of it keeps that
+//   block; it returns to the shared pool when freed). While a pool captures, nothing may
+//   synchronize with the host: out of memory does not release the cache (it would wait for the
+//   device) and empty_cache() refuses. One capture at a time per pool object (per device).
 #pragma once
 
 #include <cstddef>
@@ -27,8 +43,11 @@
 #include <functional>
 #include <mutex>
 #include <set>
+#include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "tinytorch/core/allocator.h"
 
@@ -63,6 +82,21 @@ class BlockPool final : public Allocator {
   void reset_peak_stats() override;
   void empty_cache() override;
 
+  // --- private pools (Note [private pools]) -------------------------------------------------------
+  using PoolId = uint64_t;  // 0 is the shared pool; private pools count from 1
+  PoolId create_private_pool();
+  // Until end_allocate_to_pool(id), the calling thread's allocations come from pool `id`. Throws
+  // when another pool is capturing.
+  void begin_allocate_to_pool(PoolId id);
+  void end_allocate_to_pool(PoolId id);
+  // The pool's segments and set-aside blocks join the shared pool; its id is gone.
+  void release_private_pool(PoolId id);
+  // The pool's own numbers: reserved_bytes (its segments), allocated_bytes (its blocks in use),
+  // num_allocs and num_system_allocs served from it.
+  MemoryStats private_pool_stats(PoolId id) const;
+  // True while some pool is capturing (allocations of its thread routed to it).
+  bool capturing() const;
+
   // The size a request of nbytes occupies (multiple of 512) and the segment it would open.
   static size_t round_size(size_t nbytes);
   static size_t segment_size(size_t rounded);
@@ -74,7 +108,8 @@ class BlockPool final : public Allocator {
     char* ptr = nullptr;
     size_t size = 0;
     bool small = false;      // which pool
-    bool allocated = false;
+    bool allocated = false;  // handed out, or set aside by a capture (Note [private pools])
+    uint64_t pool_id = 0;    // 0: the shared pool; else the private pool owning the segment
     Block* prev = nullptr;   // neighbours inside the same segment
     Block* next = nullptr;
   };
@@ -84,10 +119,20 @@ class BlockPool final : public Allocator {
     }
   };
   using FreeSet = std::set<Block*, BySizeThenAddress>;
+  struct PrivatePool {
+    FreeSet small_free, large_free;
+    std::vector<Block*> segments;  // the first block of each of its segments
+    std::vector<Block*> set_aside;  // shared-pool blocks freed while it captured
+    MemoryStats stats;
+  };
 
   FreeSet& pool(bool small) { return small ? small_free_ : large_free_; }
+  // The free set a block of pool `id` returns to.
+  FreeSet& free_set(uint64_t id, bool small);
+  PrivatePool& private_pool_locked(PoolId id, const char* op);
+  void free_block_locked(Block* b);
   Block* find_free_block(FreeSet& free, size_t size);
-  Block* new_segment(size_t rounded, bool small, bool exact = false);
+  Block* new_segment(size_t rounded, bool small, bool exact = false, uint64_t pool_id = 0);
   bool should_split(const Block* block, size_t size) const;
   void merge_into(Block* block, Block* neighbour);
   void release_cached_segments_locked();
@@ -101,6 +146,10 @@ class BlockPool final : public Allocator {
   FreeSet small_free_, large_free_;
   std::unordered_map<void*, Block*> live_;  // blocks handed out, by address
   MemoryStats stats_;
+  std::unordered_map<PoolId, std::unique_ptr<PrivatePool>> private_;
+  PoolId next_pool_id_ = 1;
+  PoolId capturing_pool_ = 0;          // the pool allocations are routed to, 0 when none
+  std::thread::id capturing_thread_;  // the thread whose allocations are routed
 };
 
 }  // namespace tt

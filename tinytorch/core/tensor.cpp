@@ -5,6 +5,7 @@
 
 #include "tinytorch/autograd/engine.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/core/cuda_graph.h"
 #include "tinytorch/ops/ops.h"
 
 namespace tt {
@@ -34,6 +35,9 @@ void* Tensor::raw_data_ptr() const {
 
 Scalar Tensor::item() const {
   TT_CHECK_SHAPE(numel() == 1, "item: a tensor with ", numel(), " elements cannot be converted to a scalar, shape ", shape());
+  TT_CHECK(!is_cuda() || !cuda::is_capturing(device().index), "item: reading a ", device(), " tensor cannot "
+           "synchronize with the host while a CUDA graph is being captured; read it after replay() "
+           "(docs/cuda_graphs.md)");
   Tensor c = device().is_cpu() ? *this : cpu();
   Scalar out;
   TT_DISPATCH_STORAGE(dtype(), "item", [&] { out = Scalar(*c.data_ptr<scalar_t>()); });

@@ -1,20 +1,22 @@
-// tt_bench --device cuda: tinytorch's CUDA backend on linear_fb, softmax_fb, layernorm_fb and
-// gpt_step, beside a bare cuBLAS linear_fb (the same three SGEMMs), a device-to-device copy (the
-// bandwidth the memory-bound softmax is judged against) and PyTorch eager on the same GPU
+// tt_bench --device cuda: tinytorch's CUDA backend on linear_fb, softmax_fb, layernorm_fb,
+// gpt_step (eager, bf16 and captured in a CUDA graph) and the compute-bound GPT-2-small gpt2_step
+// (eager and graph), beside a bare cuBLAS linear_fb (the same three SGEMMs), a device-to-device
+// copy (the bandwidth the memory-bound softmax is judged against) and PyTorch eager on the same GPU
 // (tools/bench_pytorch_cuda.py); the flags, the run() driver and the main results table. Issue 8's
 // attention rows (sdpa_*) are in cuda_bench_sdpa.cpp, the helpers both use in cuda_bench_common.h.
 // Usage in tools/bench/README.md ("GPU benchmarks", "Attention").
 //
 // Built only when tinytorch has its CUDA backend (TINYTORCH_HAS_CUDA; cuda_bench_off.cpp stands in
 // otherwise), linked with CUDA::cudart and CUDA::cublas, the same shared libraries tinytorch uses.
-// Everything runs on the legacy default stream of device 0, the stream tinytorch's kernels use,
-// so events bracket exactly its work.
+// tinytorch queues its work on its own blocking stream of device 0 (tt::cuda::stream), which the
+// legacy default stream waits for and is waited on by, so events recorded there bracket its work.
 #include "cuda_bench.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -48,7 +50,23 @@ struct Blas {
 // --- workloads ---------------------------------------------------------------------------------
 constexpr int64_t kLinRows = 8192, kLinIn = 768, kLinOut = 3072;
 constexpr int64_t kSoftRows = 8192, kSoftCols = 4096;
-constexpr int64_t kGptVocab = 65, kGptT = 256, kGptB = 64;
+
+// A GPT training step's shape: the CPU gpt_step's model at context 256, batch 64 (gpt_step), and
+// GPT-2 small (gpt2_step: E 768, 12 heads, 12 layers, context 1024, batch 8, vocab 50304).
+struct GptShape {
+  int64_t vocab, T, B, layers, embd, heads;
+};
+constexpr GptShape kGptSmall{65, 256, 64, 4, 128, 4};
+constexpr GptShape kGpt2{50304, 1024, 8, 12, 768, 12};
+
+// Matrix FLOPs of one step, counted as the CPU gpt_step's (workloads.cpp): per token and layer
+// 24·E² (projections and MLP) + 4·T·E (causal scores and mix, counted whole), the head 2·E·V;
+// x3 with the backward.
+double gpt_flops(const GptShape& s) {
+  return 3.0 * double(s.B) * double(s.T) *
+         (double(s.layers) * (24.0 * double(s.embd * s.embd) + 4.0 * double(s.T * s.embd)) +
+          2.0 * double(s.embd * s.vocab));
+}
 
 std::function<void()> linear_fb() {
   auto fc = std::make_shared<tt::nn::Linear>(kLinIn, kLinOut);
@@ -99,27 +117,91 @@ std::function<void()> layernorm_fb() {
                           {x, ln->weight, ln->bias});
 }
 
-// The CPU gpt_step's model (4 layers, E 128, 4 heads, MLP 4x, tied head, vocab 65) at context 256
-// and batch 64: logits, cross-entropy, zero_grad, backward, AdamW step. With `bf16`, the logits
-// and the loss under tt::AutocastGuard(kCUDA, kBFloat16) (gpt_step_bf16, issue 19).
-std::function<void()> gpt_step(bool bf16 = false) {
-  auto gpt = std::make_shared<tt::nn::GPT>(
-      tt::nn::GPTOptions(kGptVocab, kGptT).n_layer(4).n_embd(128).n_head(4).mlp_ratio(4).tie_weights(true));
-  gpt->to(kGpu);
-  tt::Tensor tokens = tt::randint(0, kGptVocab, {kGptB, kGptT + 1}).to(kGpu);
-  tt::Tensor ids = tokens.slice(1, 0, kGptT).contiguous();
-  tt::Tensor targets = tokens.slice(1, 1, kGptT + 1).contiguous().reshape({kGptB * kGptT});
-  auto opt = std::make_shared<tt::optim::AdamW>(gpt->parameters(), tt::optim::AdamWOptions(1e-3).weight_decay(0.01));
-  return [=] {
+// One GPT training step's model (pre-norm blocks, MLP 4x, tied head), AdamW(1e-3, weight decay
+// 0.01) and batch, on the GPU: logits, cross-entropy, zero_grad, backward, AdamW step. Seeded, so
+// two of the same shape start from the same weights and batch. With `bf16`, the logits and the
+// loss under tt::AutocastGuard(kCUDA, kBFloat16) (gpt_step_bf16, issue 19).
+struct GptTrainer {
+  GptShape s;
+  bool bf16 = false;
+  std::shared_ptr<tt::nn::GPT> gpt;
+  std::shared_ptr<tt::optim::AdamW> opt;
+  tt::Tensor ids, targets;
+
+  GptTrainer(const GptShape& shape, bool bf16_) : s(shape), bf16(bf16_) {
+    tt::manual_seed(1234);
+    gpt = std::make_shared<tt::nn::GPT>(tt::nn::GPTOptions(s.vocab, s.T)
+                                            .n_layer(s.layers)
+                                            .n_embd(s.embd)
+                                            .n_head(s.heads)
+                                            .mlp_ratio(4)
+                                            .tie_weights(true));
+    gpt->to(kGpu);
+    tt::Tensor tokens = tt::randint(0, s.vocab, {s.B, s.T + 1}).to(kGpu);
+    ids = tokens.slice(1, 0, s.T).contiguous();
+    targets = tokens.slice(1, 1, s.T + 1).contiguous().reshape({s.B * s.T});
+    opt = std::make_shared<tt::optim::AdamW>(gpt->parameters(), tt::optim::AdamWOptions(1e-3).weight_decay(0.01));
+  }
+
+  tt::Tensor step() {  // the loss, left on the GPU
     tt::Tensor loss;
     {
       tt::AutocastGuard autocast(tt::kCUDA, tt::kBFloat16, bf16);
-      loss = tt::F::cross_entropy(gpt->forward(ids).reshape({kGptB * kGptT, kGptVocab}), targets);
+      loss = tt::F::cross_entropy(gpt->forward(ids).reshape({s.B * s.T, s.vocab}), targets);
     }
     opt->zero_grad();
     loss.backward();
     opt->step();
-  };
+    return loss;
+  }
+};
+
+std::function<void()> gpt_step(const GptShape& shape, bool bf16 = false) {
+  auto trainer = std::make_shared<GptTrainer>(shape, bf16);
+  return [trainer] { (void)trainer->step(); };
+}
+
+// What a graph row checked before it was timed: the losses of its replays against the eager
+// steps of an identical trainer, the captured graph's size and its private pool.
+struct GraphCheck {
+  std::vector<double> eager, graph;  // eager: all warm-up + replay steps; graph: the replays
+  double max_rel_diff = 0;
+  size_t nodes = 0;
+  double pool_mib = 0;
+};
+
+// Issue 17's rule for "identical losses": each replay's loss within 1e-5 relative of the eager
+// step's. Not bit-exact, because the embedding's backward adds rows with float atomics, whose
+// order (and so the last bits of a sum) may change between any two runs, eager or not.
+constexpr double kGraphLossRtol = 1e-5;
+
+// The gpt_step workload captured once in a tt::cuda::Graph (docs/cuda_graphs.md) and replayed:
+// `warm` eager steps (AdamW's state, cuBLAS, the allocator), the cache emptied, one step captured,
+// `replays` replays whose losses are checked against an eager trainer's first warm + replays steps.
+// The op timed is one replay. Throws what the capture throws (a step that synchronizes with the
+// host: docs/cuda_graphs.md).
+std::function<void()> gpt_step_graph(const GptShape& shape, int warm, int replays, GraphCheck& check) {
+  {
+    GptTrainer eager(shape, false);
+    for (int i = 0; i < warm + replays; ++i) check.eager.push_back(eager.step().item<double>());
+  }
+  tt::cuda::empty_cache();
+  auto trainer = std::make_shared<GptTrainer>(shape, false);
+  for (int i = 0; i < warm; ++i) (void)trainer->step();
+  tt::cuda::synchronize(0);
+  tt::cuda::empty_cache();  // the captured step's memory from its own segments, not the warm-up's cache
+  auto graph = std::make_shared<tt::cuda::Graph>(0);
+  auto loss = std::make_shared<tt::Tensor>();
+  graph->capture([&] { *loss = trainer->step(); });
+  check.nodes = graph->num_nodes();
+  check.pool_mib = double(graph->pool_stats().reserved_bytes) / double(1 << 20);
+  for (int i = 0; i < replays; ++i) {
+    graph->replay();
+    const double got = loss->item<double>(), want = check.eager[size_t(warm + i)];
+    check.graph.push_back(got);
+    check.max_rel_diff = std::max(check.max_rel_diff, std::fabs(got - want) / std::max(1e-30, std::fabs(want)));
+  }
+  return [trainer, graph, loss] { graph->replay(); };
 }
 
 // The dense bf16 tensor-core peak of device 0 in TFLOP/s, from its name (vendor datasheets, without
@@ -243,22 +325,29 @@ int run(int argc, char** argv) {
     std::string name;
     std::function<std::function<void()>()> make;
     double bytes = 0, flops = 0;
+    bool may_fail = false;       // a failure (out of memory, a capture refused) is reported, not fatal
+    int max_warmup = 1 << 30;    // caps on --warmup and --rounds for the long steps
+    int max_rounds = 1 << 30;
   };
   const double lin_flops = 3.0 * 2 * kLinRows * kLinIn * kLinOut;
   const double soft_elems = double(kSoftRows) * kSoftCols;
-  // The GPT step's matrix FLOPs, counted as the CPU gpt_step's (workloads.cpp) at T 256, B 64:
-  // per token and layer 24·E² (projections and MLP) + 4·T·E (causal scores and mix), the head
-  // 2·E·V; x3 with the backward.
-  const double gpt_flops =
-      3.0 * kGptB * kGptT * (4 * (24.0 * 128 * 128 + 4.0 * kGptT * 128) + 2.0 * 128 * kGptVocab);
+  const double gpt_small_flops = gpt_flops(kGptSmall), gpt2_flops = gpt_flops(kGpt2);
+  // The graph rows: 3 warm-up steps and 5 checked replays for gpt_step; 2 and 2 for GPT-2, whose
+  // step lasts a few hundred ms (gpu-check's bench phase must stay within its time limit).
+  std::map<std::string, GraphCheck> checks;
   const std::vector<Row> rows = {
       {"linear_fb", [] { return linear_fb(); }, 0, lin_flops},
       {"linear_fb_cublas", [&] { return linear_fb_cublas(blas); }, 0, lin_flops},
       {"copy", [] { return copy_dd(); }, 2 * 4 * soft_elems, 0},
       {"softmax_fb", [] { return softmax_fb(); }, 5 * 4 * soft_elems, 0},  // fwd: x, y; bwd: y, dy, dx
       {"layernorm_fb", [] { return layernorm_fb(); }, 0, 0},
-      {"gpt_step", [] { return gpt_step(); }, 0, gpt_flops},
-      {"gpt_step_bf16", [] { return gpt_step(/*bf16=*/true); }, 0, gpt_flops},
+      {"gpt_step", [] { return gpt_step(kGptSmall); }, 0, gpt_small_flops},
+      {"gpt_step_bf16", [] { return gpt_step(kGptSmall, /*bf16=*/true); }, 0, gpt_small_flops},
+      {"gpt_step_graph", [&] { return gpt_step_graph(kGptSmall, 3, 5, checks["gpt_step_graph"]); }, 0,
+       gpt_small_flops, true},
+      {"gpt2_step", [] { return gpt_step(kGpt2); }, 0, gpt2_flops, true, 2, 3},
+      {"gpt2_step_graph", [&] { return gpt_step_graph(kGpt2, 2, 2, checks["gpt2_step_graph"]); }, 0, gpt2_flops,
+       true, 2, 3},
   };
   const std::regex re(filter);
   auto selected = [&](const std::string& name) { return filter.empty() || std::regex_search(name, re); };
@@ -271,15 +360,31 @@ int run(int argc, char** argv) {
     if (!filter.empty() && r.name == "linear_fb_cublas" && !std::regex_search(std::string("linear_fb"), re)) continue;
     if (!filter.empty() && r.name == "copy" && !std::regex_search(std::string("softmax_fb"), re)) continue;
     double t;
-    {
+    try {
       std::function<void()> op = r.make();
-      t = time_ms(op, warmup, rounds);
+      t = time_ms(op, std::min(warmup, r.max_warmup), std::min(rounds, r.max_rounds));
+    } catch (const std::exception& e) {
+      if (!r.may_fail) throw;
+      std::string why = e.what();
+      why = why.substr(0, why.find('\n'));
+      std::printf("workload=%s impl=tinytorch n/a (%s)\n", r.name.c_str(), why.c_str());
+      std::fflush(stdout);
+      tt::cuda::synchronize(0);
+      tt::cuda::empty_cache();
+      continue;
     }
     ms[r.name] = t;
     std::printf("workload=%s impl=%s ms_med=%.3f", r.name.c_str(),
                 r.name == "linear_fb_cublas" ? "cublas" : "tinytorch", t);
     if (r.flops > 0) std::printf(" tflops=%.2f", r.flops / t / 1e9);
     if (r.bytes > 0) std::printf(" gb_s=%.0f", r.bytes / t / 1e6);
+    if (checks.count(r.name)) {
+      const GraphCheck& c = checks[r.name];
+      std::printf(" nodes=%zu pool_mib=%.0f losses_match=%s max_rel_diff=%.2e", c.nodes, c.pool_mib,
+                  c.max_rel_diff <= kGraphLossRtol ? "yes" : "NO", c.max_rel_diff);
+      for (size_t i = 0; i < c.graph.size(); ++i)
+        std::printf(" replay%zu=%.7f/eager=%.7f", i, c.graph[i], c.eager[c.eager.size() - c.graph.size() + i]);
+    }
     std::printf("\n");
     std::fflush(stdout);
     tt::cuda::empty_cache();
@@ -298,7 +403,7 @@ int run(int argc, char** argv) {
   if (!ms.empty()) {
     std::printf("\n== cuda: tinytorch vs bare cuBLAS and PyTorch eager (ratio = their time / ours; >= 1: we are "
                 "as fast or faster) ==\n");
-    std::printf("%-14s %12s %12s %12s %10s %10s  %s\n", "workload", "tinytorch_ms", "cublas_ms", "pytorch_ms",
+    std::printf("%-16s %12s %12s %12s %10s %10s  %s\n", "workload", "tinytorch_ms", "cublas_ms", "pytorch_ms",
                 "vs_cublas", "vs_pytorch", "note");
   }
   auto cell = [](const std::map<std::string, double>& m, const std::string& k, char* buf, size_t n) {
@@ -308,7 +413,8 @@ int run(int argc, char** argv) {
     else
       std::snprintf(buf, n, "%.3f", it->second);
   };
-  for (const char* name : {"linear_fb", "softmax_fb", "layernorm_fb", "gpt_step", "gpt_step_bf16"}) {
+  for (const char* name : {"linear_fb", "softmax_fb", "layernorm_fb", "gpt_step", "gpt_step_bf16", "gpt_step_graph",
+                           "gpt2_step", "gpt2_step_graph"}) {
     if (!ms.count(name)) continue;
     const double ours = ms[name];
     char c_blas[32] = "-", c_torch[32], r_blas[32] = "-", r_torch[32] = "n/a";
@@ -324,21 +430,34 @@ int run(int argc, char** argv) {
                     copy_gbs);
       note = buf;
     }
-    if (std::string(name).rfind("gpt_step", 0) == 0) {
+    const std::string n = name;
+    const bool gpt2 = n.rfind("gpt2_step", 0) == 0;
+    if (gpt2 || n.rfind("gpt_step", 0) == 0) {
       // Tokens per second, and (bf16) the share of the GPU's dense bf16 tensor-core peak.
-      char buf[128];
-      const double tflops = gpt_flops / ours / 1e9;
-      std::snprintf(buf, sizeof buf, "%.0f tokens/s, %.1f TFLOP/s", kGptB * kGptT / (ours / 1e3), tflops);
+      const GptShape& shape = gpt2 ? kGpt2 : kGptSmall;
+      char buf[160];
+      const double tflops = gpt_flops(shape) / ours / 1e9;
+      std::snprintf(buf, sizeof buf, "%.0f tokens/s, %.1f TFLOP/s", double(shape.B * shape.T) / (ours / 1e3), tflops);
       note = buf;
       const double peak = bf16_peak_tflops();
-      if (std::string(name) == "gpt_step_bf16" && peak > 0) {
+      if (n == "gpt_step_bf16" && peak > 0) {
         std::snprintf(buf, sizeof buf, ", MFU %.1f%% of %.0f bf16 TFLOP/s", 100 * tflops / peak, peak);
         note += buf;
       }
+      if (checks.count(n)) {  // a graph row: how its losses compared with the eager steps
+        const GraphCheck& c = checks[n];
+        std::snprintf(buf, sizeof buf, "; losses vs eager: %s (max rel diff %.1e over %zu replays), %zu nodes",
+                      c.max_rel_diff <= kGraphLossRtol ? "match" : "DIFFER", c.max_rel_diff, c.graph.size(), c.nodes);
+        note += buf;
+      }
     }
-    cell(torch, name, c_torch, sizeof c_torch);
-    if (torch.count(name) && torch[name] > 0) std::snprintf(r_torch, sizeof r_torch, "%.2f", torch[name] / ours);
-    std::printf("%-14s %12.3f %12s %12s %10s %10s  %s\n", name, ours, c_blas, c_torch, r_blas, r_torch, note.c_str());
+    // A graph row is judged against PyTorch eager's step (the _graph suffix dropped).
+    const bool graph_row = n.size() > 6 && n.compare(n.size() - 6, 6, "_graph") == 0;
+    const std::string torch_name = graph_row ? n.substr(0, n.size() - 6) : n;
+    cell(torch, torch_name, c_torch, sizeof c_torch);
+    if (torch.count(torch_name) && torch[torch_name] > 0)
+      std::snprintf(r_torch, sizeof r_torch, "%.2f", torch[torch_name] / ours);
+    std::printf("%-16s %12.3f %12s %12s %10s %10s  %s\n", name, ours, c_blas, c_torch, r_blas, r_torch, note.c_str());
   }
 
   sdpa_report(*sdpa, torch);  // the attention table, when any shape ran

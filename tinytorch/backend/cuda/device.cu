@@ -12,6 +12,7 @@
 #include "tinytorch/backend/cuda/entry.h"
 #include "tinytorch/backend/cuda/stream.h"
 #include "tinytorch/core/allocator.h"
+#include "tinytorch/core/cuda_graph.h"
 #include "tinytorch/core/device.h"
 
 namespace tt {
@@ -59,6 +60,8 @@ void synchronize(int device) {
   int first = device < 0 ? 0 : device, last = device < 0 ? device_count() - 1 : device;
   for (int d = first; d <= last; ++d) {
     DeviceGuard guard(d);
+    TT_CHECK(!is_capturing(d), "cuda::synchronize: cuda:", d, " cannot synchronize with the host while a CUDA graph "
+             "is being captured (docs/cuda_graphs.md)");
     TT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 }

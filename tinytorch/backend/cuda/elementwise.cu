@@ -8,6 +8,7 @@
 #include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 #include "tinytorch/backend/visit.h"
+#include "tinytorch/core/cuda_graph.h"
 
 namespace tt::cuda {
 
@@ -129,6 +130,14 @@ void CudaBackend::transfer(const Tensor& out, const Tensor& src) {
   TT_CHECK(out.is_contiguous() && src.is_contiguous(), "transfer: out and src must be contiguous, got strides ",
            out.strides(), " and ", src.strides());
   if (bytes == 0) return;
+  // A copy to or from the host, or between GPUs, waits for the device: not while a graph captures.
+  if (out.device() != src.device()) {
+    const int d = out.is_cuda() ? out.device().index : src.device().index;
+    TT_CHECK(!is_capturing(d) && !(out.is_cuda() && src.is_cuda() && is_capturing(src.device().index)),
+             "transfer: copying from ", src.device(), " to ", out.device(), " cannot synchronize with the host while "
+             "a CUDA graph is being captured (item(), .cpu(), .to() to another device); copy before capture_begin "
+             "or read results after replay() (docs/cuda_graphs.md)");
+  }
   void* dst = out.raw_data_ptr();
   const void* from = src.raw_data_ptr();
   if (out.is_cuda() && src.is_cuda()) {
