@@ -1,6 +1,8 @@
-// CUDA flash attention, forward: the tiled FFMA kernel (float32, D = Dv in {32, 64, 128}), its
-// TF32 tensor-core twin, a generic warp-per-row kernel (float64 and other head dims), and the
-// CudaBackend::flash_attention_forward dispatch. Twin of cpu/flash_attention.cpp.
+// CUDA flash attention, forward: the tiled FFMA kernel (float32, D = Dv in {32, 64, 128}; the exact
+// reference, SDPBackend::FlashExact), its wmma TF32 twin, a generic warp-per-row kernel (float64 and
+// other head dims), and the CudaBackend::flash_attention_forward dispatch: split-K decode first,
+// then the mma.sync tensor-core kernels of flash_mma_forward.cu (the float32 default), then these.
+// Twin of cpu/flash_attention.cpp.
 //
 // Note [flash attention on the GPU]: FlashAttention-2's forward, one block per (query tile, head,
 // batch), query tiles in reverse order so that the longest causal tiles start first:
@@ -395,8 +397,10 @@ void forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor
   a.lse = lse.data_ptr<T>();
   if (try_flash_decode<T>(a, out.device().index)) return;
   if constexpr (std::is_same<T, float>::value) {
+    // The tensor-core kernels first (3xTF32, 1xTF32 under allow_tf32), unless exact is asked for.
+    if (!args.exact && mma_forward(a, out.device().index, /*split=*/!allow_tf32())) return;
     if (a.D == a.Dv && (a.D == 32 || a.D == 64 || a.D == 128)) {
-      const bool tf32 = allow_tf32();
+      const bool tf32 = allow_tf32() && !args.exact;
       if (a.D == 32) launch_fwd_fast<32>(a, tf32);
       if (a.D == 64) launch_fwd_fast<64>(a, tf32);
       if (a.D == 128) launch_fwd_fast<128>(a, tf32);
