@@ -237,8 +237,8 @@ TEST_CASE("cuda flash: unaligned rows fall back to the FFMA kernels and agree", 
   const Direct want = run_direct(Device(kCPU), q, k, v, up, Tensor(), args, Mode::Exact);
   for (Mode mode : {Mode::X3, Mode::X1, Mode::Exact}) {
     INFO("mode " << int(mode));
-    compare(run_direct(gpu(), q, k, v, up, Tensor(), args, mode), want, mode == Mode::X1 ? 4e-3 : 1e-5,
-            mode == Mode::X1 ? 1e-2 : 1e-5);
+    compare(run_direct(gpu(), q, k, v, up, Tensor(), args, mode), want, mode == Mode::X1 ? 2e-3 : 1e-5,
+            mode == Mode::X1 ? 5e-3 : 1e-5);
   }
 }
 
@@ -261,7 +261,7 @@ TEST_CASE("cuda flash: split-K decode, one query against a long KV cache", "[cud
   }
 }
 
-TEST_CASE("cuda flash: 1xTF32 mode (allow_tf32) within 4e-3 (out) and 1e-2 (gradients) of the CPU and exact",
+TEST_CASE("cuda flash: 1xTF32 mode (allow_tf32) within 2e-3 (out) and 5e-3 (gradients) of the CPU and exact",
           "[cuda][attention][flash]") {
   TT_REQUIRE_CUDA();
   manual_seed(9);
@@ -270,7 +270,7 @@ TEST_CASE("cuda flash: 1xTF32 mode (allow_tf32) within 4e-3 (out) and 1e-2 (grad
     const int64_t D = dims[trial % 3];
     INFO("trial " << trial << " D " << D);
     check_kernels_direct({1, 2, 1 + trial % 2, 65 + 31 * trial, 100 + 47 * trial, D, D}, trial % 2 == 0,
-                         trial % 5, kFloat32, 4e-3, Mode::X1, 1e-2, /*exact_too=*/true);
+                         trial % 5, kFloat32, 2e-3, Mode::X1, 5e-3, /*exact_too=*/true);
   }
 }
 
