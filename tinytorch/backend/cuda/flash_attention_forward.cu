@@ -12,7 +12,8 @@
 //   P through shared memory, O += P V in registers; out = O / l and lse = m + log l written once.
 // FFMA kernel: 128 threads as 16 x 8; a thread holds BM/16 rows x BN/8 strided columns of S and
 // BM/16 rows x D/8 columns of O (float4 groups); the 8 threads of a row group are 8 adjacent
-// lanes, so row max and row sum are 3 shuffles. TF32 kernel: 4 warps of 16 rows each, S and O through
+// lanes, so row max and row sum are 3 shuffles. TF32 kernel (since issue 18 only for TF32 calls whose rows
+// are not 16-byte aligned, which flash_mma_forward.cu cannot take): 4 warps of 16 rows, S and O through
 // wmma m16n16k8 (tf32 in, float accumulate), the accumulator O kept in shared memory so that the
 // per-row rescale is plain code. Rows with nothing visible keep m = -inf: out 0, lse -inf; a NaN
 // score makes its row NaN (as softmax). Split-K decode for few queries: flash_decode.cu.
