@@ -15,6 +15,9 @@ struct SgdStepArgs {
 struct AttentionArgs {
   double scale = 1;
   bool causal = false;  // query i sees keys j <= i only (top-left aligned when Tq != Tk)
+  // Flash kernels: exact float32 arithmetic (the CUDA FFMA kernels, SDPBackend::FlashExact) instead
+  // of the tensor-core default (3xTF32, or 1xTF32 under set_allow_tf32). The CPU is always exact.
+  bool exact = false;
 };
 
 struct AdamStepArgs {

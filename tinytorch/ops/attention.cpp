@@ -309,10 +309,11 @@ bool requires(const Tensor& t) { return t.defined() && t.requires_grad(); }
 // The fused paths on 4-D inputs (Note [attention paths]); bias already [B, Hq, Tq, Tk] (expanded).
 template <typename Op>
 Tensor attention_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, bool is_causal,
-                        double scale) {
+                        double scale, bool exact = false) {
   AttentionArgs args;
   args.scale = scale;
   args.causal = is_causal;
+  args.exact = exact;  // flash: FFMA instead of tensor cores on CUDA (SDPBackend::FlashExact)
   Tensor extra;  // the weights (AttentionOp) or the logsumexp (FlashAttentionOp)
   Tensor out = Op::forward(q, k, v, bias, args, extra);
   if (auto node = autograd::make_node<Op>({&q, &k, &v})) {
@@ -361,7 +362,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const bool mask_grad = GradMode::is_enabled() && requires(attn_mask);
   const bool fusable = dropout_p == 0.0 && !mask_grad && g.B * g.Hq * g.Tq * g.Tk * g.D * g.Dv > 0;
   const SDPBackend choice = t_sdpa_backend;
-  TT_CHECK(choice != SDPBackend::Flash || fusable, op,
+  const bool forced_flash = choice == SDPBackend::Flash || choice == SDPBackend::FlashExact;
+  TT_CHECK(!forced_flash || fusable, op,
            ": the flash kernel was forced (SdpaKernelGuard) but cannot run this call: it needs dropout_p = 0, a mask "
            "that does not require grad, and non-empty inputs; got dropout_p = ", dropout_p,
            ", mask requires grad: ", mask_grad ? "true" : "false", ", query ", q.shape(), ", key ",
@@ -393,7 +395,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
       double(g.B * g.Hq) * double(g.Tq) * double(g.Tk) * double(element_size(q.dtype()));
   const bool math = choice == SDPBackend::Math || (choice == SDPBackend::Auto && weights_bytes <= kMathWeightsBudget);
   Tensor out = math ? attention_kernel<AttentionOp>(q4, k4, v4, bias, is_causal, s)
-                    : attention_kernel<FlashAttentionOp>(q4, k4, v4, bias, is_causal, s);
+                    : attention_kernel<FlashAttentionOp>(q4, k4, v4, bias, is_causal, s,
+                                                         choice == SDPBackend::FlashExact);
   Shape out_shape = q.shape();
   out_shape[out_shape.size() - 1] = g.Dv;
   return out.shape() == out_shape ? out : reshape(out, out_shape);

@@ -48,7 +48,10 @@ namespace tt {
 // fast as flash or faster there: flash's backward rebuilds the scores), flash beyond; the
 // composed path when neither can run. Math = the materializing kernel; Flash = the flash kernel,
 // and a tt::Error when the call cannot use it (dropout, a mask that requires grad, empty inputs).
-enum class SDPBackend { Auto, Math, Flash };
+// On CUDA, float32 flash runs on tensor cores with the 3xTF32 split (float32 accuracy; 1xTF32
+// under tt::cuda::set_allow_tf32(true)); FlashExact = the flash kernel with exact float32 FFMA
+// arithmetic, the reference (on the CPU, and for float64, the same as Flash).
+enum class SDPBackend { Auto, Math, Flash, FlashExact };
 
 // Forces a kernel for the current thread while alive, in the spirit of PyTorch's sdpa_kernel
 // context manager; guards nest and restore the previous choice.

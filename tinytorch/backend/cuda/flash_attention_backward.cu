@@ -1,6 +1,8 @@
 // CUDA flash attention, backward (FlashAttention-2): the Dvec = rowsum(dO * O) kernel, the tiled
 // FFMA kernel (float32, D = Dv in {32, 64, 128}), a generic warp-per-row kernel (float64 and other
-// head dims), and the CudaBackend::flash_attention_backward dispatch. Twin of cpu/flash_attention.cpp.
+// head dims), and the CudaBackend::flash_attention_backward dispatch: the tensor-core kernel of
+// flash_mma_backward.cu first (the float32 default), the FFMA kernel under AttentionArgs::exact
+// (SDPBackend::FlashExact) or when it cannot run. Twin of cpu/flash_attention.cpp.
 //
 // Note [flash attention backward on the GPU]: one block per (key tile, key/value head, batch),
 // the first key tiles (the longest causal work) first. K_j and V_j sit in shared memory for the
@@ -326,6 +328,8 @@ void backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor
   launch(flash_bwd_dvec<T>, unsigned(row_blocks), 128, 0, a, dvec.data());
   a.dvec = dvec.data();
   if constexpr (std::is_same<T, float>::value) {
+    // The tensor-core kernel first (flash_mma_backward.cu), unless exact arithmetic is asked for.
+    if (!args.exact && mma_backward(a, q.device().index, /*split=*/!allow_tf32())) return;
     if (a.D == a.Dv && (a.D == 32 || a.D == 64 || a.D == 128)) {
       if (a.D == 32) launch_bwd_fast<32>(a);
       if (a.D == 64) launch_bwd_fast<64>(a);

@@ -1,6 +1,8 @@
-// CUDA flash attention, forward: the tiled FFMA kernel (float32, D = Dv in {32, 64, 128}), its
-// TF32 tensor-core twin, a generic warp-per-row kernel (float64 and other head dims), and the
-// CudaBackend::flash_attention_forward dispatch. Twin of cpu/flash_attention.cpp.
+// CUDA flash attention, forward: the tiled FFMA kernel (float32, D = Dv in {32, 64, 128}; the exact
+// reference, SDPBackend::FlashExact), its wmma TF32 twin, a generic warp-per-row kernel (float64 and
+// other head dims), and the CudaBackend::flash_attention_forward dispatch: split-K decode first,
+// then the mma.sync tensor-core kernels of flash_mma_forward.cu (the float32 default), then these.
+// Twin of cpu/flash_attention.cpp.
 //
 // Note [flash attention on the GPU]: FlashAttention-2's forward, one block per (query tile, head,
 // batch), query tiles in reverse order so that the longest causal tiles start first:
@@ -10,7 +12,8 @@
 //   P through shared memory, O += P V in registers; out = O / l and lse = m + log l written once.
 // FFMA kernel: 128 threads as 16 x 8; a thread holds BM/16 rows x BN/8 strided columns of S and
 // BM/16 rows x D/8 columns of O (float4 groups); the 8 threads of a row group are 8 adjacent
-// lanes, so row max and row sum are 3 shuffles. TF32 kernel: 4 warps of 16 rows each, S and O through
+// lanes, so row max and row sum are 3 shuffles. TF32 kernel (since issue 18 only for TF32 calls whose rows
+// are not 16-byte aligned, which flash_mma_forward.cu cannot take): 4 warps of 16 rows, S and O through
 // wmma m16n16k8 (tf32 in, float accumulate), the accumulator O kept in shared memory so that the
 // per-row rescale is plain code. Rows with nothing visible keep m = -inf: out 0, lse -inf; a NaN
 // score makes its row NaN (as softmax). Split-K decode for few queries: flash_decode.cu.
@@ -395,8 +398,10 @@ void forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor
   a.lse = lse.data_ptr<T>();
   if (try_flash_decode<T>(a, out.device().index)) return;
   if constexpr (std::is_same<T, float>::value) {
+    // The tensor-core kernels first (3xTF32, 1xTF32 under allow_tf32), unless exact is asked for.
+    if (!args.exact && mma_forward(a, out.device().index, /*split=*/!allow_tf32())) return;
     if (a.D == a.Dv && (a.D == 32 || a.D == 64 || a.D == 128)) {
-      const bool tf32 = allow_tf32();
+      const bool tf32 = allow_tf32() && !args.exact;
       if (a.D == 32) launch_fwd_fast<32>(a, tf32);
       if (a.D == 64) launch_fwd_fast<64>(a, tf32);
       if (a.D == 128) launch_fwd_fast<128>(a, tf32);

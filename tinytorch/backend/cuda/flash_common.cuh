@@ -113,6 +113,23 @@ FlashArgs<T> make_args(const Tensor& q, const Tensor& k, const Tensor& v, const 
 template <typename T>
 bool try_flash_decode(const FlashArgs<T>& a, int device);
 
+// True when p and the rows of a [B, H, T, X] tensor with strides s start on 16-byte boundaries
+// (what 16-byte cp.async and float2 stores need); a null p passes.
+inline bool aligned16(const void* p, const Strides3& s) {
+  return (reinterpret_cast<uintptr_t>(p) % 16 == 0 && s.b % 4 == 0 && s.h % 4 == 0 && s.t % 4 == 0);
+}
+
+// True when the tensor-core kernels (flash_mma_forward.cu, flash_mma_backward.cu) can take a
+// float32 call on `device`: D = Dv in {32, 64, 128}, sm_80 or newer, q, k, v rows 16-byte aligned.
+bool mma_supported(const FlashArgs<float>& a, int device);
+
+// The tensor-core forward / backward (Note [tensor-core flash forward] in flash_mma_forward.cu):
+// true when they took the call (mma_supported and the outputs' rows aligned too), after writing
+// out and lse / dq (+=), dk, dv. split: 3xTF32 (float32 accuracy) or 1xTF32. The backward needs
+// a.dvec = rowsum(dout * out).
+bool mma_forward(const FlashArgs<float>& a, int device, bool split);
+bool mma_backward(const FlashArgs<float>& a, int device, bool split);
+
 // The number of key positions a query tile [i0, i0 + rows) can see.
 TT_HOST_DEVICE int64_t visible_keys(bool causal, int64_t Tk, int64_t i_end) {
   return causal ? (Tk < i_end ? Tk : i_end) : Tk;
