@@ -288,7 +288,8 @@ struct FlashAttentionOp {
                         const AttentionArgs& args, Tensor& lse) {
     const int64_t B = q.size(0), Hq = q.size(1), Tq = q.size(2), Dv = v.size(3);
     Tensor out = empty({B, Tq, Hq, Dv}, q.options()).transpose(1, 2);
-    lse = empty({B, Hq, Tq}, q.options());
+    // float32 for bf16 inputs: the backward's P = exp(S - lse) needs lse to float32 accuracy.
+    lse = empty({B, Hq, Tq}, q.options().dtype(compute_dtype(q.dtype())));
     backend_for(q.device())
         .flash_attention_forward(out, lse, last_dim_dense(q), last_dim_dense(k),
                                  last_dim_dense(v), bias.defined() ? bias.detach() : Tensor(), args);
