@@ -298,3 +298,15 @@ TEST_CASE("cuda bf16 scaled_dot_product_attention against float32 on the GPU and
     }
   }
 }
+
+TEST_CASE("cuda bf16 scaled_dot_product_attention takes the flash kernels under Auto at every size",
+          "[cuda][attention][flash][bf16]") {
+  TT_REQUIRE_CUDA();
+  const TensorOptions o = TensorOptions().dtype(kBFloat16).device(gpu());
+  for (int64_t T : {1, 8, 200}) {
+    const Tensor q = randn({2, 3, T, 64}, o).requires_grad_(), k = randn({2, 3, T, 64}, o), v = randn({2, 3, T, 64}, o);
+    const Tensor out = scaled_dot_product_attention(q, k, v, Tensor(), 0.0, T > 1);
+    REQUIRE(out.grad_fn() != nullptr);
+    CHECK(out.grad_fn()->name() == "ScaledDotProductFlashAttentionBackward0");
+  }
+}

@@ -393,7 +393,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const double weights_bytes =
       double(g.B * g.Hq) * double(g.Tq) * double(g.Tk) * double(element_size(q.dtype()));
   const bool math = choice == SDPBackend::Math || (choice == SDPBackend::Auto && weights_bytes <= kMathWeightsBudget);
-  Tensor out = math ? attention_kernel<AttentionOp>(q4, k4, v4, bias, is_causal, s)
+  // bf16 on a GPU takes flash under Auto at every size: one tensor-core kernel each way
+  // (cuda/flash_mma_bf16_*.cu) against bf16 GEMMs around a softmax run in float32 on float32 copies.
+  const bool bf16_gpu_flash = choice == SDPBackend::Auto && q.dtype() == kBFloat16 && q.device().is_cuda();
+  Tensor out = math && !bf16_gpu_flash ? attention_kernel<AttentionOp>(q4, k4, v4, bias, is_causal, s)
                     : attention_kernel<FlashAttentionOp>(q4, k4, v4, bias, is_causal, s);
   Shape out_shape = q.shape();
   out_shape[out_shape.size() - 1] = g.Dv;
