@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kBwdThreads) flash_bwd_bf16(Args a) {
             else if (bias != nullptr)
               x += bf16_bits_to_float(bias[qi * a.bias_i + key * a.bias_j]) * kLog2e;
           }
-          const float p = lse == flash::neg_inf<float>() ? 0.f : exp2f(x - L2);
+          const float p = lse == flash::neg_inf<float>() ? 0.f : fast_exp2(x - L2);
           sp[n][e] = p;
           dp[n][e] = p * (dp[n][e] - Di) * a.scale;
         }

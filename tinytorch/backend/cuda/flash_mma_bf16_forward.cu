@@ -12,7 +12,7 @@
 //   them without bank conflicts.
 //   S = Q K^T: per warp [16, 64] in float32 registers (8 accumulator blocks of m16n8k16),
 //   Q and K fragments by ldmatrix. Scores go to the log2 domain, s2 = S * scale * log2(e)
-//   (+ bias * log2(e)), so the softmax is exp2 (one MUFU.EX2 per score).
+//   (+ bias * log2(e)), so the softmax is exp2 (one MUFU.EX2 per score, ex2.approx.ftz).
 //   Masks (causal, key tail, bias) are applied only on tiles that need them: every tile when a
 //   bias is given, else the diagonal tiles (causal) and the last key tile when Tk % 64 != 0.
 //   Online softmax per row in float32: the 4 lanes of a quad share a row (row max by 2 shuffles),
@@ -162,12 +162,12 @@ __global__ void __launch_bounds__(kFwdThreads) flash_fwd_bf16(Args a) {
         if (nan) l[r] = __int_as_float(0x7fc00000);
         continue;
       }
-      const float alpha = exp2f(m[r] - mx);  // 0 while m was -inf
+      const float alpha = fast_exp2(m[r] - mx);  // 0 while m was -inf
       float sum = 0.f;
 #pragma unroll
       for (int n = 0; n < NS; ++n) {
-        s[n][2 * r] = exp2f(s[n][2 * r] - mx);
-        s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - mx);
+        s[n][2 * r] = fast_exp2(s[n][2 * r] - mx);
+        s[n][2 * r + 1] = fast_exp2(s[n][2 * r + 1] - mx);
         sum += s[n][2 * r] + s[n][2 * r + 1];
       }
       l[r] = l[r] * alpha + sum;  // this lane's share; the quad's shares are added at the end

@@ -67,6 +67,14 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 
+// 2^x by the special function unit (MUFU.EX2, about 2 ulp; subnormal results flushed to 0):
+// -inf -> 0, NaN -> NaN. exp2f without fast math adds range fix-ups around the same instruction.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Element offset of (row, col) in a shared tile of rows of D bf16 (D = 64 or 128), its 16-byte
 // chunks XOR-swizzled by the row: chunk c of row r sits at chunk c ^ (r % 8). The 8 rows an
 // ldmatrix reads at one logical chunk then fall in 8 different bank groups (a row is a multiple
