@@ -208,7 +208,7 @@ TEST_CASE("cuda bf16 flash: the fallback (other head dims, D != Dv, unaligned ro
 }
 
 TEST_CASE("cuda bf16 flash: one query against a long KV cache, and long sequences",
-          "[cuda][attention][flash][bf16]") {
+          "[cuda][attention][flash][bf16][slow]") {
   TT_REQUIRE_CUDA();
   manual_seed(32);
   check_direct({2, 4, 1, 1, 3000, 64, 64}, false, 3);
@@ -288,13 +288,16 @@ TEST_CASE("cuda bf16 scaled_dot_product_attention against float32 on the GPU and
     };
     const auto got = run(gpu(), kBFloat16, mask), cpu = run(Device(kCPU), kBFloat16, mask),
                f32 = run(gpu(), kFloat32, mask32);
-    // bf16 P and dS (2^-8 each) and the bf16 out inside Dvec, normwise: a few u of the scale
+    // Normwise, a loose check of the whole op (the tight one is check_direct): bf16 P and dS (u
+    // each, random signs: about u of the result's scale), and the bf16 out inside Dvec =
+    // rowsum(dO * O): it moves dS by P |scale| u sum_d |O dO|, which a row with one visible key
+    // (causal row 0) turns into dq = -scale dDvec K_0 ~ 0.02 at three sigma where float32 has 0.
     for (int r = 0; r < 4; ++r) {
       INFO("result " << r);
       CHECK(got[r].dtype() == kBFloat16);
       CHECK(no_nan(got[r]));
-      CHECK(rel_err(got[r], f32[r]) < 8 * kU);
-      CHECK(rel_err(got[r], cpu[r]) < 8 * kU);
+      CHECK(rel_err(got[r], f32[r]) < 16 * kU);
+      CHECK(rel_err(got[r], cpu[r]) < 16 * kU);
     }
   }
 }
