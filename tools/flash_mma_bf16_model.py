@@ -1,6 +1,10 @@
-# A pure-Python model of the index logic of flash_mma_bf16_forward.cu / _backward.cu: emulated
-# ldmatrix / mma.sync m16n8k16 by their documented fragment layouts, swizzled smem, the same
-# index expressions as the kernels. Checks the fragment plumbing against a direct computation.
+#!/usr/bin/env python3
+# A pure-Python model of the index logic of tinytorch/backend/cuda/flash_mma_bf16_forward.cu and
+# _backward.cu, for checking their fragment plumbing without a GPU: ldmatrix (plain and .trans) and
+# mma.sync m16n8k16 emulated from their documented fragment layouts (mma_bf16.cuh), the swizzled
+# shared tiles, and the kernels' index expressions transcribed one for one, in float64 without the
+# bf16 roundings; each block's results against a direct computation. Run: python3 tools/flash_mma_bf16_model.py
+# (about 25 s; prints one line per case and "model OK"). Keep it in step with the kernels.
 import math, random
 NEG = float('-inf')
 
@@ -62,7 +66,8 @@ def fwd_block(q, k, v, bias, Tq, Tk, D, causal, scale, tile_index):
             for kk in range(D//16):
                 qa = ldmatrix_x4(Qs, [swz(D, wrow + (l & 15), kk*16 + (l >> 4)*8) for l in range(32)])
                 for n2 in range(BN//16):
-                    kb = ldmatrix_x4(Kt, [swz(D, n2*16 + ((l>>3) >> 1)*8 + (l&7), kk*16 + ((l>>3) & 1)*8) for l in range(32)])
+                    kb = ldmatrix_x4(
+                            Kt, [swz(D, n2*16 + ((l>>3) >> 1)*8 + (l&7), kk*16 + ((l>>3) & 1)*8) for l in range(32)])
                     d0 = [s[l][2*n2] for l in range(32)]; d1 = [s[l][2*n2+1] for l in range(32)]
                     mma(d0, qa, [kb[l][0] for l in range(32)], [kb[l][1] for l in range(32)])
                     mma(d1, qa, [kb[l][2] for l in range(32)], [kb[l][3] for l in range(32)])
@@ -102,10 +107,12 @@ def fwd_block(q, k, v, bias, Tq, Tk, D, causal, scale, tile_index):
                     for n in range(D//8):
                         S['o'][l][n][2*r] *= alpha; S['o'][l][n][2*r+1] *= alpha
             for kk in range(BN//16):
-                pa = [[(s[l][2*kk][0], s[l][2*kk][1]), (s[l][2*kk][2], s[l][2*kk][3]), (s[l][2*kk+1][0], s[l][2*kk+1][1]),
+                pa = [[(s[l][2*kk][0], s[l][2*kk][1]), (s[l][2*kk][2], s[l][2*kk][3]), 
+                        (s[l][2*kk+1][0], s[l][2*kk+1][1]),
                        (s[l][2*kk+1][2], s[l][2*kk+1][3])] for l in range(32)]
                 for d2 in range(D//16):
-                    vb = ldmatrix_x4(Vt, [swz(D, kk*16 + ((l>>3) & 1)*8 + (l&7), d2*16 + ((l>>3) >> 1)*8) for l in range(32)], True)
+                    vb = ldmatrix_x4(Vt, [swz(D, kk*16 + ((l>>3) & 1)*8 + (l&7), d2*16 + ((l>>3) >> 1)*8)
+                                          for l in range(32)], True)
                     d0 = [S['o'][l][2*d2] for l in range(32)]; d1 = [S['o'][l][2*d2+1] for l in range(32)]
                     mma(d0, pa, [vb[l][0] for l in range(32)], [vb[l][1] for l in range(32)])
                     mma(d1, pa, [vb[l][2] for l in range(32)], [vb[l][3] for l in range(32)])
@@ -193,9 +200,11 @@ def bwd_block(q, k, v, do, O, lse, bias, Tq, Tk, D, causal, scale, jt, dq_acc, d
                             p = 0.0 if ls == NEG or x == NEG else 2**(x - L2)
                             sp[l][n][e] = p; dp[l][n][e] = p*(dp[l][n][e] - Di)*scale
             for kk in range(BM//16):
-                pa = [[(sp[l][2*kk][0], sp[l][2*kk][1]), (sp[l][2*kk][2], sp[l][2*kk][3]), (sp[l][2*kk+1][0], sp[l][2*kk+1][1]),
+                pa = [[(sp[l][2*kk][0], sp[l][2*kk][1]), (sp[l][2*kk][2], sp[l][2*kk][3]), 
+                        (sp[l][2*kk+1][0], sp[l][2*kk+1][1]),
                        (sp[l][2*kk+1][2], sp[l][2*kk+1][3])] for l in range(32)]
-                da = [[(dp[l][2*kk][0], dp[l][2*kk][1]), (dp[l][2*kk][2], dp[l][2*kk][3]), (dp[l][2*kk+1][0], dp[l][2*kk+1][1]),
+                da = [[(dp[l][2*kk][0], dp[l][2*kk][1]), (dp[l][2*kk][2], dp[l][2*kk][3]), 
+                        (dp[l][2*kk+1][0], dp[l][2*kk+1][1]),
                        (dp[l][2*kk+1][2], dp[l][2*kk+1][3])] for l in range(32)]
                 for d2 in range(D//16):
                     off = [swz(D, kk*16 + ((l>>3) & 1)*8 + (l&7), d2*16 + ((l>>3) >> 1)*8) for l in range(32)]
@@ -214,9 +223,11 @@ def bwd_block(q, k, v, do, O, lse, bias, Tq, Tk, D, causal, scale, jt, dq_acc, d
             rg = warp % RG; dsplit = warp // RG
             dq = [[[0.0]*4 for _ in range(DW//8)] for l in range(32)]
             for kk in range(BN//16):
-                sa = ldmatrix_x4(dSs, [(kk*16 + ((l>>3) >> 1)*8 + (l&7))*LDS + rg*16 + ((l>>3) & 1)*8 for l in range(32)], True)
+                sa = ldmatrix_x4(
+                        dSs, [(kk*16 + ((l>>3) >> 1)*8 + (l&7))*LDS + rg*16 + ((l>>3) & 1)*8 for l in range(32)], True)
                 for d2 in range(DW//16):
-                    kb = ldmatrix_x4(Ks, [swz(D, kk*16 + ((l>>3) & 1)*8 + (l&7), dsplit*DW + d2*16 + ((l>>3) >> 1)*8) for l in range(32)], True)
+                    kb = ldmatrix_x4(Ks, [swz(D, kk*16 + ((l>>3) & 1)*8 + (l&7), dsplit*DW + d2*16 + ((l>>3) >> 1)*8)
+                                          for l in range(32)], True)
                     d0 = [dq[l][2*d2] for l in range(32)]; d1 = [dq[l][2*d2+1] for l in range(32)]
                     mma(d0, sa, [kb[l][0] for l in range(32)], [kb[l][1] for l in range(32)])
                     mma(d1, sa, [kb[l][2] for l in range(32)], [kb[l][3] for l in range(32)])
@@ -288,6 +299,7 @@ def run(Tq, Tk, D, causal, use_bias, seed):
     assert err < 1e-9 and gerr < 1e-9
 
 import sys
-cases = [(20, 70, 64, False, False), (130, 100, 64, True, False), (40, 150, 128, False, True), (70, 70, 128, True, True)]
+cases = [(20, 70, 64, False, False), (130, 100, 64, True, False), 
+         (40, 150, 128, False, True), (70, 70, 128, True, True)]
 for i, c in enumerate(cases): run(*c, seed=i)
 print("model OK")
