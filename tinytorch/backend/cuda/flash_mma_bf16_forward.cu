@@ -24,8 +24,9 @@
 // Rows with nothing visible keep m = -inf: out 0, lse -inf; a NaN score makes its row NaN.
 // Shared memory per block: Q 128 x D + 2 stages x (K, V) 64 x D bf16 = 48 KB (D 64), 96 KB (D 128).
 // tools/flash_mma_bf16_model.py replays both kernels' fragment indexing in Python against a direct
-// computation (no GPU needed). Accuracy: the products are exact in float32 (bf16 x bf16), summed in float32; P's rounding to
-// bf16 (relative 2^-8 per weight, as FlashAttention-2 and PyTorch do) and out's rounding dominate.
+// computation (no GPU needed). Accuracy: the products are exact in float32 (bf16 x bf16), summed
+// in float32; P's rounding to bf16 (relative 2^-8 per weight, as FlashAttention-2 and PyTorch do)
+// and out's rounding dominate (bounds: Note [bf16 kernel error bounds] in the [cuda] test).
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_mma_bf16.cuh"
