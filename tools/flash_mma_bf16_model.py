@@ -9,12 +9,18 @@ import math, random
 NEG = float('-inf')
 
 def swz(D, row, col):
-    return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7)
+    key = (row >> 1) & 3 if D == 32 else row & 7
+    return row * D + (((col >> 3) ^ key) << 3) + (col & 7)
+
+CONFLICTS = [0]  # ldmatrix phases whose 8 rows do not fall in 8 different 16-byte bank groups
+
 
 def ldmatrix_x4(smem, addr, trans=False):
     # addr[l]: element offset of lane l's 8-element row. returns regs[l] = [(lo,hi)]*4
     out = [[None]*4 for _ in range(32)]
     for i in range(4):
+        if len({(2 * addr[8*i + r] // 16) % 8 for r in range(8)}) != 8:
+            CONFLICTS[0] += 1
         M = [[smem[addr[8*i + r] + c] for c in range(8)] for r in range(8)]
         for l in range(32):
             if not trans:
@@ -299,7 +305,9 @@ def run(Tq, Tk, D, causal, use_bias, seed):
     assert err < 1e-9 and gerr < 1e-9
 
 import sys
-cases = [(20, 70, 64, False, False), (130, 100, 64, True, False), 
+cases = [(20, 70, 64, False, False), (130, 100, 64, True, False), (150, 90, 32, True, True), 
          (40, 150, 128, False, True), (70, 70, 128, True, True)]
 for i, c in enumerate(cases): run(*c, seed=i)
+print(f"ldmatrix phases with bank conflicts: {CONFLICTS[0]}")
+assert CONFLICTS[0] == 0
 print("model OK")

@@ -1,7 +1,7 @@
 // The bfloat16 flash-attention kernels on the GPU (backend/cuda/flash_mma_bf16_*.cu) against the
 // CPU's bf16 path (float32 inside, the reference: tests/ops/test_flash_attention_bf16.cpp) and the
 // float32 CUDA path: random shapes across tile edges (odd lengths, Tq != Tk, one query), every mask
-// kind, causal, GQA/MQA, head dims 64 and 128 (tensor cores) and the fallback (other D, D != Dv,
+// kind, causal, GQA/MQA, head dims 32, 64 and 128 (tensor cores) and the fallback (other D, D != Dv,
 // rows not 16-byte aligned), rows with nothing to attend to. The kernels are called directly with
 // NaN-poisoned out, lse, dq, dk and dv (the bf16 paths write every element of each), so a skipped
 // element fails.
@@ -183,7 +183,8 @@ TEST_CASE("cuda bf16 flash kernels within the rounding bound of the CPU bf16 pat
   std::mt19937 rng(2468);
   auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   for (int trial = 0; trial < 30; ++trial) {
-    const int64_t D = trial % 2 == 0 ? 64 : 128;
+    const int64_t dims[] = {64, 128, 32};
+    const int64_t D = dims[trial % 3];
     const int64_t Tq = trial % 7 == 0 ? pick(1, 4) : pick(1, 300), Tk = trial % 4 == 0 ? Tq : pick(1, 300);
     const Shape7 s{pick(1, 2), pick(1, 2), trial % 5 == 4 ? 4 : pick(1, 3), Tq, Tk, D, D};
     const bool causal = (trial / 2) % 2 == 1;
@@ -199,12 +200,13 @@ TEST_CASE("cuda bf16 flash: the fallback (other head dims, D != Dv, unaligned ro
           "[cuda][attention][flash][bf16]") {
   TT_REQUIRE_CUDA();
   manual_seed(31);
-  check_direct({2, 2, 2, 77, 130, 32, 32}, true, 1);
+  check_direct({2, 2, 2, 77, 130, 48, 48}, true, 1);
   check_direct({1, 2, 3, 70, 45, 40, 40}, false, 4);
   check_direct({1, 1, 2, 65, 129, 64, 32}, false, 2);
   check_direct({2, 1, 2, 100, 100, 96, 96}, true, 0);
   check_direct({1, 2, 1, 90, 150, 64, 64}, true, 3, /*misalign=*/true);
   check_direct({1, 1, 4, 130, 70, 128, 128}, false, 1, /*misalign=*/true);
+  check_direct({1, 2, 2, 33, 80, 32, 32}, true, 2, /*misalign=*/true);
 }
 
 TEST_CASE("cuda bf16 flash: one query against a long KV cache, and long sequences",
@@ -220,7 +222,7 @@ TEST_CASE("cuda bf16 flash: one query against a long KV cache, and long sequence
 TEST_CASE("cuda bf16 flash: rows with nothing to attend to give zeros and lse -inf",
           "[cuda][attention][flash][bf16]") {
   TT_REQUIRE_CUDA();
-  for (int64_t D : {64, 128}) {
+  for (int64_t D : {32, 64, 128}) {
     const TensorOptions o = TensorOptions().dtype(kBFloat16).device(gpu());
     const Tensor q = randn({1, 2, 70, D}).to(kBFloat16).to(gpu()), k = randn({1, 2, 90, D}).to(kBFloat16).to(gpu()),
                  v = randn({1, 2, 90, D}).to(kBFloat16).to(gpu());
@@ -265,7 +267,7 @@ TEST_CASE("cuda bf16 scaled_dot_product_attention against float32 on the GPU and
   auto pick = [&](int lo, int hi) { return int64_t(std::uniform_int_distribution<int>(lo, hi)(rng)); };
   for (int trial = 0; trial < 10; ++trial) {
     const int64_t B = pick(1, 2), Hkv = pick(1, 2), G = pick(1, 3), Hq = Hkv * G;
-    const int64_t D = trial % 5 == 4 ? 48 : trial % 2 == 0 ? 64 : 128;
+    const int64_t D = trial % 5 == 4 ? 48 : trial % 3 == 0 ? 32 : trial % 3 == 1 ? 64 : 128;
     const int64_t Tq = pick(1, 260), Tk = trial % 3 == 0 ? Tq : pick(1, 260);
     const bool causal = trial % 2 == 1;
     const int mask_kind = trial % 5;

@@ -58,9 +58,9 @@ inline bool chunk_aligned(const Tensor& t) {
   return true;
 }
 
-// The tensor-core kernels take D = Dv in {64, 128} with chunk-aligned q, k, v (and out, dout, dk,
-// dv); anything else runs the float32 kernels on float32 copies (the fallback).
-inline bool head_dim_supported(int64_t D, int64_t Dv) { return D == Dv && (D == 64 || D == 128); }
+// The tensor-core kernels take D = Dv in {32, 64, 128} with chunk-aligned q, k, v (and out, dout,
+// dk, dv); anything else runs the float32 kernels on float32 copies (the fallback).
+inline bool head_dim_supported(int64_t D, int64_t Dv) { return D == Dv && (D == 32 || D == 64 || D == 128); }
 
 inline Args make_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias,
                       const AttentionArgs& args) {

@@ -1,11 +1,11 @@
 // CUDA flash attention in bfloat16, backward (FlashAttention-2 on mma.sync m16n8k16, D = Dv in
-// {64, 128}): the Dvec kernel, the main kernel, the dQ rounding kernel, and flash_bf16::backward,
+// {32, 64, 128}): the Dvec kernel, the main kernel, the dQ rounding kernel, and flash_bf16::backward,
 // the bf16 entry of CudaBackend::flash_attention_backward, with its float32 fallback.
 //
 // Note [bf16 flash attention backward on the GPU]: one block of 4 warps per (tile of 64 keys,
 // key/value head, batch), the first key tiles (the longest causal work) first; warp w owns keys
 // 16 w .. 16 w + 15 of the tile. K_j and V_j sit in shared memory for the whole block; the block
-// walks the G query heads of its group and the query tiles (64 rows for D 64, 32 for D 128) that
+// walks the G query heads of its group and the query tiles (64 rows for D 32 and 64, 32 for D 128) that
 // can see the key tile, each step's Q_i and dO_i in flight (cp.async, two swizzled stages) while
 // the previous step computes:
 //   S^T = K_j Q_i^T, dP^T = V_j dO_i^T                 [16, BM] per warp, float32 registers
@@ -27,7 +27,7 @@
 // to run: dq may differ in its last float32 bits between runs, before its rounding to bf16.
 // Dvec = rowsum(dO * O) (float32, from the bf16 out) comes from a first kernel that also zeroes
 // the dQ buffer. Shared memory: K, V 64 x D, 2 stages of Q, dO BM x D, dS^T 64 x (BM + 8), bf16:
-// 56 KB (D 64), 68 KB (D 128).
+// 33, 56, 68 KB (D 32, 64, 128).
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_mma_bf16.cuh"
@@ -321,6 +321,7 @@ void backward(Backend& be, const Tensor& dq, const Tensor& dk, const Tensor& dv,
     const int64_t row_blocks = (rows + 3) / 4;  // a warp per row, 4 per block
     TT_CHECK(row_blocks <= 0x7fffffff, "flash attention backward bf16 (cuda): too many rows (", rows, ")");
     launch(flash_bwd_bf16_prep, unsigned(row_blocks), 128, 0, a, dvec.data());
+    if (a.D == 32) launch_bwd<32>(a);
     if (a.D == 64) launch_bwd<64>(a);
     if (a.D == 128) launch_bwd<128>(a);
     const int64_t dq_blocks = (n + 255) / 256;

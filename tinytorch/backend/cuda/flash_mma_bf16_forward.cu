@@ -1,5 +1,5 @@
 // CUDA flash attention in bfloat16, forward: the tensor-core kernel (mma.sync m16n8k16, D = Dv in
-// {64, 128}) and flash_bf16::forward, the bf16 entry of CudaBackend::flash_attention_forward,
+// {32, 64, 128}) and flash_bf16::forward, the bf16 entry of CudaBackend::flash_attention_forward,
 // with its float32 fallback for every other call. Twin: the CPU's bf16 path (Bf16Compute over
 // cpu/flash_attention.cpp: float32 inside, one rounding of out).
 //
@@ -8,7 +8,7 @@
 // causal rows start first); warp w owns query rows 16 w .. 16 w + 15 of the tile.
 //   Q [128, D] is copied once into shared memory; K and V tiles [64, D] stream through two shared
 //   stages with 16-byte cp.async, the next tile in flight while this one is used. Shared rows
-//   (64 or 128 bf16) are XOR-swizzled by 16-byte chunk (mma_bf16.cuh) so that ldmatrix reads
+//   (32, 64 or 128 bf16) are XOR-swizzled by 16-byte chunk (mma_bf16.cuh) so that ldmatrix reads
 //   them without bank conflicts.
 //   S = Q K^T: per warp [16, 64] in float32 registers (8 accumulator blocks of m16n8k16),
 //   Q and K fragments by ldmatrix. Scores go to the log2 domain, s2 = S * scale * log2(e)
@@ -22,7 +22,8 @@
 //   out = O / l rounded once to bf16; lse = (m + log2 l) ln 2 in float32 (the backward needs
 //   it to float32 accuracy: a bf16 lse would be off by up to |lse| 2^-9, every P with it).
 // Rows with nothing visible keep m = -inf: out 0, lse -inf; a NaN score makes its row NaN.
-// Shared memory per block: Q 128 x D + 2 stages x (K, V) 64 x D bf16 = 48 KB (D 64), 96 KB (D 128).
+// Shared memory per block: Q 128 x D + 2 stages x (K, V) 64 x D bf16 = 24, 48, 96 KB
+// (D 32, 64, 128).
 // tools/flash_mma_bf16_model.py replays both kernels' fragment indexing in Python against a direct
 // computation (no GPU needed). Accuracy: the products are exact in float32 (bf16 x bf16), summed
 // in float32; P's rounding to bf16 (relative 2^-8 per weight, as FlashAttention-2 and PyTorch do)
@@ -242,6 +243,7 @@ void forward(Backend& be, const Tensor& out, const Tensor& lse, const Tensor& q,
     a.out = mutable_bits_of(out);
     a.so = flash::strides_of(out);
     a.lse = lse.data_ptr<float>();
+    if (a.D == 32) launch_fwd<32>(a);
     if (a.D == 64) launch_fwd<64>(a);
     if (a.D == 128) launch_fwd<128>(a);
     return;

@@ -1,7 +1,7 @@
 // PTX wrappers for the bfloat16 flash kernels (flash_mma_bf16_forward.cu, _backward.cu): the
 // m16n8k16 bf16 tensor-core product with float32 accumulation, ldmatrix (plain and transposed),
 // 16-byte cp.async with zero fill and its commit/wait, bf16x2 packing, and the XOR swizzle of a
-// shared tile with 64 or 128 bf16 per row. sm_80 and newer.
+// shared tile with 32, 64 or 128 bf16 per row. sm_80 and newer.
 //
 // Note [m16n8k16 fragments]: for a warp, lane l = 4 g + t (g = l / 4 the "group", t = l % 4):
 //   A (16 x 16, row-major), 4 registers of 2 bf16 each: a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1],
@@ -75,15 +75,17 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
-// Element offset of (row, col) in a shared tile of rows of D bf16 (D = 64 or 128), its 16-byte
-// chunks XOR-swizzled by the row: chunk c of row r sits at chunk c ^ (r % 8). The 8 rows an
-// ldmatrix reads at one logical chunk then fall in 8 different bank groups (a row is a multiple
-// of 128 bytes, so unswizzled they would all hit the same 4 banks); col must be a multiple of 8
-// for a chunk address.
+// Element offset of (row, col) in a shared tile of rows of D bf16 (D = 32, 64 or 128), its 16-byte
+// chunks XOR-swizzled by the row so that the 8 rows one ldmatrix reads at one logical chunk fall in
+// 8 different 16-byte bank groups: with rows of 128 or 256 bytes (D 64, 128) chunk c of row r sits
+// at chunk c ^ (r % 8) (unswizzled, the 8 rows would all hit the same 4 banks); with rows of 64
+// bytes (D 32: 4 chunks, two rows per 128 bytes) at c ^ (r / 2 % 4). col: a multiple of 8 for a
+// chunk address.
 template <int D>
 __device__ __forceinline__ int swz(int row, int col) {
-  static_assert(D == 64 || D == 128, "swizzle: rows of 64 or 128 bf16");
-  return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
+  static_assert(D == 32 || D == 64 || D == 128, "swizzle: rows of 32, 64 or 128 bf16");
+  const int key = D == 32 ? (row >> 1) & 3 : row & 7;
+  return row * D + (((col >> 3) ^ key) << 3) + (col & 7);
 }
 
 }  // namespace tt::cuda::mma_bf16
