@@ -16,6 +16,10 @@ D 64 with H 16, D 128 with H 8; N 512 to 16384; causal and not; float32; forward
 forward only `_fwd`) through torch.nn.functional.scaled_dot_product_attention (PyTorch 2), under
 its default choice for float32 (the memory-efficient kernel) as `name`, and forced onto its math
 path as `name_math`.
+
+bfloat16 attention (issue 18, the sdpa_bf16_* workloads): D 64 with H 16 and D 128 with H 8 at
+N 4096 (B 4), non-causal, bf16 q, k, v and dO, forward + backward and forward only, under PyTorch's
+default choice for bf16 as `name` and forced onto its FlashAttention-2 backend as `name_fa2`.
 """
 import argparse
 import contextlib
@@ -34,6 +38,24 @@ def sdpa_shapes():
                 for fwd_only in (False, True):
                     name = f"sdpa_d{d}_n{n}" + ("_causal" if causal else "") + ("_fwd" if fwd_only else "")
                     yield name, SDPA_TOKENS // n, h, n, d, causal, fwd_only
+
+
+def sdpa_bf16_shapes():
+    """(name, B, H, N, D, fwd_only) of the bf16 rows, in tt_bench's order (cuda_bench_sdpa.cpp)."""
+    for d, h in ((64, 16), (128, 8)):
+        for fwd_only in (False, True):
+            n = 4096
+            yield f"sdpa_bf16_d{d}_n{n}" + ("_fwd" if fwd_only else ""), SDPA_TOKENS // n, h, n, d, fwd_only
+
+
+def flash_backend(torch):
+    """A context manager factory forcing SDPA onto FlashAttention-2 (as math_backend)."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        return lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+    except ImportError:
+        return lambda: torch.backends.cuda.sdp_kernel(enable_math=False, enable_flash=True,
+                                                      enable_mem_efficient=False)
 
 
 def math_backend(torch):
@@ -198,6 +220,23 @@ def main():
             return op
         return forward_backward(f, uniform((b, h, n, d), -1, 1), [q, k, v])
 
+    def sdpa_bf16(b, h, n, d, fwd_only, backend):
+        """As sdpa, non-causal, with bf16 q, k, v and dO (uniform in [-1, 1) rounded)."""
+        def bf16(grad):
+            return uniform((b, h, n, d), -1, 1).to(torch.bfloat16).requires_grad_(grad)
+        q, k, v = (bf16(not fwd_only) for _ in range(3))
+        ctx = backend or contextlib.nullcontext
+
+        def f():
+            with ctx():
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        if fwd_only:
+            def op():
+                with torch.no_grad():
+                    f()
+            return op
+        return forward_backward(f, bf16(False), [q, k, v])
+
     workloads = [("linear_fb", linear_fb), ("copy", copy), ("softmax_fb", softmax_fb),
                  ("layernorm_fb", layernorm_fb)] + training_workloads(gpt_step)
     # A tinytorch *_graph row is judged against the eager step of its name without _graph.
@@ -213,6 +252,13 @@ def main():
         for key, backend in ((name, None), (name + "_math", forced_math)):
             workloads.append((key, lambda b=b, h=h, n=n, d=d, c=causal, fo=fwd_only, be=backend:
                               sdpa(b, h, n, d, c, fo, be)))
+    forced_flash = flash_backend(torch) if has_sdpa else None
+    for name, b, h, n, d, fwd_only in sdpa_bf16_shapes():
+        if not selected(name) or not has_sdpa:
+            continue
+        for key, backend in ((name, None), (name + "_fa2", forced_flash)):
+            workloads.append((key, lambda b=b, h=h, n=n, d=d, fo=fwd_only, be=backend:
+                              sdpa_bf16(b, h, n, d, fo, be)))
 
     times = {}
     for name, make in workloads:

@@ -121,9 +121,9 @@ class Backend {
 
   // Flash attention (Note [flash attention on the CPU] in cpu/flash_attention.cpp): the same
   // output as attention_forward, computed in tiles with an online softmax, without any [Tq, Tk]
-  // buffer. Arguments as attention_forward, except lse: [B, Hq, Tq] contiguous in q's dtype,
-  // receiving each row's logsumexp of the scaled, masked scores (-inf for a row with nothing to
-  // attend to, whose output is 0).
+  // buffer. Arguments as attention_forward, except lse: [B, Hq, Tq] contiguous in q's compute
+  // dtype (float32 for bf16 q), receiving each row's logsumexp of the scaled, masked scores (-inf
+  // for a row with nothing to attend to, whose output is 0).
   virtual void flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                                        const Tensor& v, const Tensor& bias, const AttentionArgs& args) = 0;
   // FlashAttention-2's backward from the forward's out and lse, scores rebuilt tile by tile:

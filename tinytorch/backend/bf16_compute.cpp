@@ -197,9 +197,10 @@ void Bf16Compute::attention_backward(const Tensor& dq, const Tensor& dk, const T
                             w.in(weights), args);
   w.finish();
 }
+// The CUDA backend takes bf16 flash attention as it is (cuda/flash_mma_bf16_forward.cu, _backward.cu).
 void Bf16Compute::flash_attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                                           const Tensor& v, const Tensor& bias, const AttentionArgs& args) {
-  if (!any_bf16({&out, &lse, &q, &k, &v, &bias}))
+  if (!any_bf16({&out, &lse, &q, &k, &v, &bias}) || q.device().is_cuda())
     return inner_.flash_attention_forward(out, lse, q, k, v, bias, args);
   Widen w(inner_);
   inner_.flash_attention_forward(w.out(out), w.out(lse), w.in(q), w.in(k), w.in(v), w.in(bias), args);
@@ -208,7 +209,7 @@ void Bf16Compute::flash_attention_forward(const Tensor& out, const Tensor& lse, 
 void Bf16Compute::flash_attention_backward(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                                            const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                            const Tensor& lse, const Tensor& bias, const AttentionArgs& args) {
-  if (!any_bf16({&dq, &dk, &dv, &dout, &q, &k, &v, &out, &lse, &bias}))
+  if (!any_bf16({&dq, &dk, &dv, &dout, &q, &k, &v, &out, &lse, &bias}) || q.device().is_cuda())
     return inner_.flash_attention_backward(dq, dk, dv, dout, q, k, v, out, lse, bias, args);
   Widen w(inner_);
   inner_.flash_attention_backward(w.out(dq, true), w.out(dk, true), w.out(dv, true), w.in(dout), w.in(q), w.in(k),

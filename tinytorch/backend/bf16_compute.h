@@ -23,7 +23,9 @@ namespace tt {
 // price is memory traffic: a unary op on bf16 reads 2 bytes and writes 4, then reads 4 and writes
 // 2 more than a native kernel would. The kernels that matter for speed take bf16 natively, and
 // come first in bf16_compute.cpp: GEMM (the tensor cores on a GPU, AVX512-BF16
-// on a CPU: backend/cpu/gemm_bf16.cpp) and the kernels that only move elements.
+// on a CPU: backend/cpu/gemm_bf16.cpp), the kernels that only move elements, and flash attention
+// on a GPU (cuda/flash_mma_bf16_*.cu: float32 softmax and sums, but P and dS rounded to bf16 for
+// their tensor-core products, as FlashAttention-2 and PyTorch's bf16 kernels do).
 class Bf16Compute final : public Backend {
  public:
   explicit Bf16Compute(Backend& inner) : inner_(inner) {}

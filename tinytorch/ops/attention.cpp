@@ -288,7 +288,8 @@ struct FlashAttentionOp {
                         const AttentionArgs& args, Tensor& lse) {
     const int64_t B = q.size(0), Hq = q.size(1), Tq = q.size(2), Dv = v.size(3);
     Tensor out = empty({B, Tq, Hq, Dv}, q.options()).transpose(1, 2);
-    lse = empty({B, Hq, Tq}, q.options());
+    // float32 for bf16 inputs: the backward's P = exp(S - lse) needs lse to float32 accuracy.
+    lse = empty({B, Hq, Tq}, q.options().dtype(compute_dtype(q.dtype())));
     backend_for(q.device())
         .flash_attention_forward(out, lse, last_dim_dense(q), last_dim_dense(k),
                                  last_dim_dense(v), bias.defined() ? bias.detach() : Tensor(), args);
@@ -394,9 +395,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   const double weights_bytes =
       double(g.B * g.Hq) * double(g.Tq) * double(g.Tk) * double(element_size(q.dtype()));
   const bool math = choice == SDPBackend::Math || (choice == SDPBackend::Auto && weights_bytes <= kMathWeightsBudget);
-  Tensor out = math ? attention_kernel<AttentionOp>(q4, k4, v4, bias, is_causal, s)
-                    : attention_kernel<FlashAttentionOp>(q4, k4, v4, bias, is_causal, s,
-                                                         choice == SDPBackend::FlashExact);
+  // bf16 on a GPU takes flash under Auto at every size: one tensor-core kernel each way
+  // (cuda/flash_mma_bf16_*.cu) against bf16 GEMMs around a softmax run in float32 on float32 copies.
+  const bool bf16_gpu_flash = choice == SDPBackend::Auto && q.dtype() == kBFloat16 && q.device().is_cuda();
+  Tensor out = math && !bf16_gpu_flash ? attention_kernel<AttentionOp>(q4, k4, v4, bias, is_causal, s)
+                                       : attention_kernel<FlashAttentionOp>(q4, k4, v4, bias, is_causal, s,
+                                                                            choice == SDPBackend::FlashExact);
   Shape out_shape = q.shape();
   out_shape[out_shape.size() - 1] = g.Dv;
   return out.shape() == out_shape ? out : reshape(out, out_shape);

@@ -76,6 +76,51 @@ struct Tf32Scope {
   Tf32Scope& operator=(const Tf32Scope&) = delete;
 };
 
+// --- bfloat16 attention (issue 18, item 3) ------------------------------------------------------
+// FlashAttention's shapes at N 4096 (B 4): D 64 with H 16, D 128 with H 8; non-causal; forward +
+// backward and forward only; q, k, v, dO bf16 (uniform in [-1, 1) rounded), tinytorch's flash
+// kernel (flash_mma_bf16_*.cu). PyTorch's side: its default bf16 SDPA, and SDPA forced onto its
+// FlashAttention-2 backend (`name_fa2`).
+struct SdpaBf16Shape {
+  int64_t D = 64, H = 16, N = 4096;
+  bool fwd_only = false;
+
+  int64_t B() const { return kSdpaTokens / N; }
+  std::string name() const {
+    return "sdpa_bf16_d" + std::to_string(D) + "_n" + std::to_string(N) + (fwd_only ? "_fwd" : "");
+  }
+  double flops() const {  // FlashAttention's count, as SdpaShape's
+    const double fwd = 4.0 * double(B()) * H * double(N) * N * D;
+    return fwd_only ? fwd : 3.5 * fwd;
+  }
+};
+
+std::vector<SdpaBf16Shape> sdpa_bf16_shapes() {
+  std::vector<SdpaBf16Shape> out;
+  const int64_t dims[][2] = {{64, 16}, {128, 8}};  // {D, H}
+  for (const auto& dh : dims)
+    for (bool fwd_only : {false, true}) out.push_back(SdpaBf16Shape{dh[0], dh[1], 4096, fwd_only});
+  return out;
+}
+
+std::function<void()> sdpa_bf16_op(const SdpaBf16Shape& s) {
+  const tt::Shape shape = {s.B(), s.H, s.N, s.D};
+  const bool grad = !s.fwd_only;
+  auto bf16 = [&](bool g) { return gpu_uniform(shape, -1, 1).to(tt::kBFloat16).detach().requires_grad_(g); };
+  tt::Tensor q = bf16(grad), k = bf16(grad), v = bf16(grad);
+  auto f = [=] {
+    tt::SdpaKernelGuard guard(tt::SDPBackend::Flash);
+    return tt::scaled_dot_product_attention(q, k, v, tt::Tensor(), /*dropout_p=*/0.0, /*is_causal=*/false);
+  };
+  if (s.fwd_only) return [f] { f(); };
+  return forward_backward(f, bf16(false), {q, k, v});
+}
+
+struct SdpaBf16Result {
+  SdpaBf16Shape s;
+  double ms = -1;
+};
+
 }  // namespace
 
 // The measured FFMA peak (ffma_peak.cu, Note [FFMA peak]), defined there.
@@ -171,7 +216,57 @@ std::string sdpa_targets_issue18(const SdpaShape& s, double flash_ms, double tf3
 struct SdpaRun {
   std::vector<SdpaResult> sdpa;
   double ffma_tflops = -1;
+  std::vector<SdpaBf16Result> bf16;  // issue 18's bf16 rows
 };
+
+namespace {
+
+// The selected bf16 rows, timed (one line each).
+void sdpa_bf16_measure(const std::function<bool(const std::string&)>& selected, int warmup, int rounds,
+                       std::vector<SdpaBf16Result>& rows) {
+  for (const SdpaBf16Shape& s : sdpa_bf16_shapes()) {
+    if (!selected(s.name())) continue;
+    rows.push_back(SdpaBf16Result{s});
+    rows.back().ms = run_row(s.name(), "tinytorch_flash_bf16", [&] { return sdpa_bf16_op(s); }, s.flops(), warmup,
+                             rounds);
+  }
+}
+
+// The bf16 table: ours beside PyTorch's default bf16 SDPA and its FlashAttention-2 backend, and
+// issue 18's targets: speed >= 0.8x PyTorch's default (time ratio <= 1.25), stretch >= 1.0x FA2.
+void sdpa_bf16_report(const std::vector<SdpaBf16Result>& rows, const std::map<std::string, double>& torch) {
+  if (rows.empty()) return;
+  std::printf("\n== cuda attention bf16 (issue 18): ratios are time ours / theirs (<= 1: we are as fast or "
+              "faster); tflops by FlashAttention's count ==\n");
+  std::printf("%-24s %9s %7s %9s %7s %9s %7s %7s %7s  %s\n", "workload", "ms", "tflops", "pt_ms", "tflops", "fa2_ms",
+              "tflops", "vs_pt", "vs_fa2", "targets");
+  auto num = [](double v, const char* fmt) {
+    char buf[32];
+    if (v > 0)
+      std::snprintf(buf, sizeof buf, fmt, v);
+    else
+      std::snprintf(buf, sizeof buf, "n/a");
+    return std::string(buf);
+  };
+  auto tf = [](double flops, double ms) { return ms > 0 ? flops / ms / 1e9 : -1.0; };
+  for (const SdpaBf16Result& r : rows) {
+    const std::string name = r.s.name();
+    const double pt = torch.count(name) ? torch.at(name) : -1.0;
+    const double fa2 = torch.count(name + "_fa2") ? torch.at(name + "_fa2") : -1.0;
+    const double vs_pt = r.ms > 0 && pt > 0 ? r.ms / pt : -1.0, vs_fa2 = r.ms > 0 && fa2 > 0 ? r.ms / fa2 : -1.0;
+    std::string target = std::string("pt>=0.8x speed: ") + (vs_pt <= 0 ? "n/a" : vs_pt <= 1.25 ? "met" : "MISSED");
+    if (vs_fa2 > 0) target += vs_fa2 <= 1.0 ? "; stretch fa2>=1.0x: met" : "; stretch fa2>=1.0x: missed";
+    std::printf("%-24s %9s %7s %9s %7s %9s %7s %7s %7s  %s\n", name.c_str(), num(r.ms, "%.3f").c_str(),
+                num(tf(r.s.flops(), r.ms), "%.1f").c_str(), num(pt, "%.3f").c_str(),
+                num(tf(r.s.flops(), pt), "%.1f").c_str(), num(fa2, "%.3f").c_str(),
+                num(tf(r.s.flops(), fa2), "%.1f").c_str(), num(vs_pt, "%.2f").c_str(), num(vs_fa2, "%.2f").c_str(),
+                target.c_str());
+  }
+  std::printf("# targets (issue 18, on an H100): bf16 at N 4096, D 64 and 128, fwd and fwd+bwd: vs_pt <= 1.25 "
+              "(>= 0.8x PyTorch's speed); stretch vs_fa2 <= 1.0\n");
+}
+
+}  // namespace
 
 std::shared_ptr<SdpaRun> sdpa_measure(const std::function<bool(const std::string&)>& selected, bool math,
                                       int warmup, int rounds) {
@@ -219,10 +314,12 @@ std::shared_ptr<SdpaRun> sdpa_measure(const std::function<bool(const std::string
       if (r.math <= 0) r.math_note = "n/a";
     }
   }
+  sdpa_bf16_measure(selected, warmup, rounds, run->bf16);
   return run;
 }
 
 void sdpa_report(const SdpaRun& run, const std::map<std::string, double>& torch) {
+  sdpa_bf16_report(run.bf16, torch);
   const std::vector<SdpaResult>& sdpa = run.sdpa;
   const double ffma_tflops = run.ffma_tflops;
   if (sdpa.empty()) return;

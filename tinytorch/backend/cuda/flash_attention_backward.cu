@@ -21,6 +21,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_common.cuh"
+#include "tinytorch/backend/cuda/flash_mma_bf16.cuh"
 #include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/scratch.cuh"
 
@@ -352,6 +353,7 @@ void CudaBackend::flash_attention_backward(const Tensor& dq, const Tensor& dk, c
   TT_CHECK(q.size(0) <= 0x7fffffff && q.size(1) <= 0x7fffffff && q.size(2) <= 0x7fffffff &&
                k.size(2) <= 0x7fffffff && q.size(3) <= 0x7fffffff && v.size(3) <= 0x7fffffff,
            "flash attention backward (cuda): sizes must fit in int32, got q ", q.shape(), " k ", k.shape());
+  if (q.dtype() == kBFloat16) return flash_bf16::backward(*this, dq, dk, dv, dout, q, k, v, out, lse, bias, args);
   if (q.dtype() == kFloat32)
     flash::backward<float>(dq, dk, dv, dout, q, k, v, out, lse, bias, args);
   else

@@ -26,6 +26,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/flash_common.cuh"
+#include "tinytorch/backend/cuda/flash_mma_bf16.cuh"
 #include "tinytorch/backend/cuda/launch.cuh"
 
 namespace tt::cuda {
@@ -422,6 +423,7 @@ void CudaBackend::flash_attention_forward(const Tensor& out, const Tensor& lse, 
   TT_CHECK(q.size(0) <= 0x7fffffff && q.size(1) <= 0x7fffffff && q.size(2) <= 0x7fffffff &&
                k.size(2) <= 0x7fffffff && q.size(3) <= 0x7fffffff && v.size(3) <= 0x7fffffff,
            "flash attention (cuda): sizes must fit in int32, got q ", q.shape(), " k ", k.shape());
+  if (q.dtype() == kBFloat16) return flash_bf16::forward(*this, out, lse, q, k, v, bias, args);
   if (q.dtype() == kFloat32)
     flash::forward<float>(out, lse, q, k, v, bias, args);
   else
