@@ -135,6 +135,23 @@ TEST_CASE("split: unused pieces get zeros, a piece used twice sums, empty pieces
   CHECK(e.grad().shape() == Shape{0, 4});
 }
 
+TEST_CASE("split: every piece a root of one backward or grad call", "[autograd][split]") {
+  // The pieces share one node: the engine must run it once and still count what it feeds once.
+  Tensor t = arange(5, kFloat64).detach().requires_grad_();
+  std::vector<Tensor> p = t.split(2);
+  std::vector<Tensor> seeds{full({2}, 1.0, kFloat64), full({2}, 2.0, kFloat64), full({1}, 3.0, kFloat64)};
+  autograd::backward(p, seeds);
+  CHECK(values(t.grad()) == std::vector<double>{1, 1, 2, 2, 3});
+  TensorList g = autograd::grad(t.chunk(2), {t}, {full({3}, 4.0, kFloat64), full({2}, 5.0, kFloat64)});
+  REQUIRE(g[0].defined());
+  CHECK(values(g[0]) == std::vector<double>{4, 4, 4, 5, 5});
+  // The same tensor twice as a root: its gradients add.
+  Tensor u = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor y = u * 3.0;
+  autograd::backward({y, y}, {ones_like(y), ones_like(y)});
+  CHECK(values(u.grad()) == std::vector<double>{6, 6});
+}
+
 TEST_CASE("gradcheck: split and chunk, float64, first and second order", "[autograd][gradcheck][split]") {
   manual_seed(606);
   // Every piece as an output: gradcheck backpropagates one piece at a time (the others undefined).

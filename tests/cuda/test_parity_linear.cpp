@@ -80,7 +80,7 @@ TEST_CASE("parity: linear, bias in the cuBLASLt epilogue, float32 and float64", 
 
 TEST_CASE("parity: linear repeated calls reuse their plans and agree", "[cuda][parity][linear]") {
   TT_REQUIRE_CUDA();
-  Tensor x = randn({128, 64}).cuda(), w = randn({96, 64}).cuda(), b = randn({96}).cuda();
+  Tensor x = randn({128, 64}).to(gpu()), w = randn({96, 64}).to(gpu()), b = randn({96}).to(gpu());
   const std::vector<float> first = linear(x, w, b).cpu().to_vector<float>();
   for (int i = 0; i < 3; ++i) CHECK(linear(x, w, b).cpu().to_vector<float>() == first);
   CHECK_ALLCLOSE(linear(x, w, b).cpu(), linear(x.cpu(), w.cpu(), b.cpu()), 1e-5, 2e-6 * 64);
