@@ -119,6 +119,7 @@ struct Linear {
     // TT_EXERCISE_END
   }
 };
+
 }  // namespace
 
 // x: [*, in], w: [out, in], b: [out] -> [*, out]
