@@ -15,6 +15,7 @@
 // the final sum into .grad.
 #include "tinytorch/autograd/engine.h"
 
+#include <algorithm>
 #include <functional>
 #include <mutex>
 #include <queue>
@@ -174,7 +175,9 @@ void seed(GraphTask& task, const TensorList& roots, const TensorList& grad_roots
     Edge e = gradient_edge(r);
     keep_alive.push_back(e.fn);
     task.add_to_buffer(e.fn.get(), e.input_nr, g);
-    nodes.push_back(e.fn.get());
+    // Each node once, however many of its outputs are roots (the pieces of one split): a node
+    // listed twice would count its edges twice, and what it feeds would never become ready.
+    if (std::find(nodes.begin(), nodes.end(), e.fn.get()) == nodes.end()) nodes.push_back(e.fn.get());
   }
 }
 

@@ -38,6 +38,16 @@ class Backend {
   // out = a @ b + beta * out. a: [B.., M, K], b: [B.., K, N], out: [B.., M, N], float dtypes.
   // Batch dims of a and b are already broadcast to out's (stride 0 allowed).
   virtual void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) = 0;
+  // --- GEMMs with linear's bias folded in (ops/linalg.cpp: linear and its backward) -------------
+  // out = a @ b + bias. out: [M, N], last-dim stride 1; a: [M, K], b: [K, N], each blas_compatible;
+  // bias: out's shape and dtype, a bias row broadcast down the rows (strides [0, 1] as expand gives).
+  // One float dtype. CUDA adds the bias in cuBLASLt's epilogue (cuda/linear.cu); the CPU twin
+  // starts each row of out as the bias and accumulates the product onto it (beta = 1).
+  virtual void gemm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) = 0;
+  // out = a @ b and grad_bias = the sums of a's rows (over K), in one pass where the device can
+  // (cuBLASLt's BGRADB epilogue): with a = g^T, b = x, linear's weight and bias gradients.
+  // out: [M, N], last-dim stride 1; a, b: as gemm_bias; grad_bias: [M, 1] contiguous, out's dtype.
+  virtual void gemm_bias_grad(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& grad_bias) = 0;
   // out = in.index_select(dim, index). index: int64 [n]; out: in's shape with size n at dim.
   virtual void index_select(const Tensor& out, const Tensor& in, int dim, const Tensor& index) = 0;
   // out[..i..] = in[..index[..i..]..] along dim. index: int64, out's shape.

@@ -79,6 +79,13 @@ void Bf16Compute::transfer(const Tensor& out, const Tensor& src) { inner_.transf
 void Bf16Compute::gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) {
   inner_.gemm(out, a, b, beta);
 }
+// bf16 natively: the bias sum of the fallback path reduces through backend_for(), so through here.
+void Bf16Compute::gemm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  inner_.gemm_bias(out, a, b, bias);
+}
+void Bf16Compute::gemm_bias_grad(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& grad_bias) {
+  inner_.gemm_bias_grad(out, a, b, grad_bias);
+}
 
 // --- kernels that compute: float32 inside ---------------------------------------------------------
 void Bf16Compute::unary(UnaryOp op, const Tensor& out, const Tensor& in) {

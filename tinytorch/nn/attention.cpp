@@ -221,9 +221,12 @@ Heads project_heads(const MultiHeadAttention& mha, const MhaInputs& in, bool sel
     const Tensor b = mha.options.bias() ? cat({mha.q_proj->bias, mha.k_proj->bias, mha.v_proj->bias}, 0) : Tensor();
     const Tensor qkv = F::linear(in.q, w, b);  // [B, T, E + 2 * Hkv * D]
     const int64_t kv = mha.num_kv_heads * mha.head_dim;
-    q = qkv.slice(2, 0, E);
-    k = qkv.slice(2, E, E + kv);
-    v = qkv.slice(2, E + kv, E + 2 * kv);
+    // One split, not three slices: the three gradients meet in one node and are joined by one cat
+    // (Note [split backward] in ops/join.cpp), with no zero-filled [B, T, E + 2 kv] buffer per piece.
+    const std::vector<Tensor> qkv_parts = split(qkv, std::vector<int64_t>{E, kv, kv}, 2);
+    q = qkv_parts[0];
+    k = qkv_parts[1];
+    v = qkv_parts[2];
   } else {
     q = mha.q_proj->forward(in.q);
     k = mha.k_proj->forward(in.k);

@@ -1,4 +1,5 @@
-// cat/stack copy their inputs into slices of one new tensor; split/chunk return views.
+// cat/stack copy their inputs into slices of one new tensor; split/chunk return views, all of them
+// outputs of one autograd node whose backward is one cat (Note [split backward]).
 #include "tinytorch/ops/join.h"
 
 #include "tinytorch/autograd/function.h"
@@ -33,6 +34,43 @@ struct Cat {
     }
     return out;
   }
+};
+
+// Note [split backward]: the pieces of a split are outputs of ONE node, so their gradients meet
+// there and become the input's gradient in one cat: each piece's gradient is copied once into a
+// fresh tensor. Pieces recorded as separate slices would each zero-fill an input-sized buffer,
+// scatter into it, and the engine would then add those buffers up (for the q, k, v pieces of an
+// attention projection: three zero-fills, three scatters and two full-size adds per layer). A
+// piece that received no gradient contributes zeros of its own size only. cat is differentiable,
+// so double backward through a split works.
+struct Split {
+  static constexpr const char* kName = "SplitBackward0";
+  struct Saved {
+    int64_t dim = 0;
+    std::vector<int64_t> sizes;  // the pieces' sizes along dim
+    Shape in_shape;
+  };
+  // g[i]: piece i's gradient (or undefined) -> the input's gradient, in_shape.
+  static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
+    const Tensor* given = nullptr;
+    for (const Tensor& t : g)
+      if (t.defined()) given = &t;
+    std::vector<Tensor> parts;
+    parts.reserve(s.sizes.size());
+    for (size_t i = 0; i < s.sizes.size(); ++i) {
+      if (i < g.size() && g[i].defined()) {
+        parts.push_back(g[i]);
+      } else {
+        Shape shape = s.in_shape;
+        shape[int(s.dim)] = s.sizes[i];
+        parts.push_back(zeros(shape, given->options()));
+      }
+    }
+    return {cat(parts, s.dim)};
+  }
+};
+struct SplitWithSizes : Split {
+  static constexpr const char* kName = "SplitWithSizesBackward0";
 };
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -93,19 +131,42 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   return cat(parts, d);
 }
 
+namespace {
+
+// Views of t: pieces of `sizes` along dim d (summing to t.size(d)), each an output of one Op node.
+template <typename Op>
+std::vector<Tensor> split_pieces(const Tensor& t, int d, const std::vector<int64_t>& sizes) {
+  std::vector<Tensor> out;
+  out.reserve(sizes.size());
+  {
+    NoGradGuard no_grad;  // the pieces join the graph through the one node below, not a slice node each
+    int64_t start = 0;
+    for (int64_t s : sizes) {
+      out.push_back(narrow(t, d, start, s));
+      start += s;
+    }
+  }
+  if (auto node = autograd::make_node<Op>({&t})) {
+    node->num_outputs = uint32_t(out.size());
+    node->saved.dim = d;
+    node->saved.sizes = sizes;
+    node->saved.in_shape = t.shape();
+    for (size_t i = 0; i < out.size(); ++i) autograd::set_history(out[i], node, uint32_t(i));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim) {
   TT_CHECK(t.dim() > 0, "split: cannot split a 0-dim tensor");
   int d = wrap_dim(dim, t.dim(), "split");
   int64_t n = t.size(d);
   TT_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split: split_size must be positive, got ", split_size);
-  std::vector<Tensor> out;
-  if (n == 0) {
-    out.push_back(t.slice(d, 0, 0));
-    return out;
-  }
-  for (int64_t start = 0; start < n; start += split_size)
-    out.push_back(narrow(t, d, start, std::min(split_size, n - start)));
-  return out;
+  if (n == 0) return {t.slice(d, 0, 0)};
+  std::vector<int64_t> sizes;
+  for (int64_t start = 0; start < n; start += split_size) sizes.push_back(std::min(split_size, n - start));
+  return split_pieces<Split>(t, d, sizes);
 }
 
 std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim) {
@@ -118,13 +179,7 @@ std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, in
   }
   TT_CHECK_SHAPE(total == t.size(d), "split: split sizes ", Shape(sizes), " must sum to the size of dimension ",
                  d, " (", t.size(d), ")");
-  std::vector<Tensor> out;
-  int64_t start = 0;
-  for (int64_t s : sizes) {
-    out.push_back(narrow(t, d, start, s));
-    start += s;
-  }
-  return out;
+  return split_pieces<SplitWithSizes>(t, d, sizes);
 }
 
 std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim) {

@@ -77,6 +77,11 @@ Tensor as_rows(const Tensor& t) {
 }
 
 // y = x @ wᵀ + b over the last dim, every leading row in one GEMM (see linear() below).
+//
+// Note [fused linear backward]: the weight and bias gradients read the same g, so one backend
+// call makes both (gemm_bias_grad: cuBLASLt's BGRADB epilogue on CUDA). That call is a black box
+// to autograd, so under create_graph (Note [double backward of fused kernels] in activation.cpp)
+// the same formulas are built from differentiable ops instead: gw = gᵀ x, gb = sum of g's rows.
 struct Linear {
   static constexpr const char* kName = "LinearBackward0";
   struct Saved {
@@ -87,14 +92,29 @@ struct Linear {
   // g: [*, out] -> gx: [*, in], gw: [out, in], gb: [out]
   static autograd::TensorList backward(const Saved& s, const autograd::TensorList& g) {
     // TT_EXERCISE_BEGIN(05, 2)
-    Tensor g2 = as_rows(g[0]);
+    Tensor g2 = blas_ready(as_rows(g[0]));  // [R, out]
     Tensor x = s.x.unpack(), w = s.w.unpack(), gx, gw, gb;
     if (w.defined()) {
       gx = matmul(g2, w);  // [R, in]
       if (gx.shape() != s.x_shape) gx = reshape(gx, s.x_shape);
     }
-    if (x.defined()) gw = matmul(transpose(g2, 0, 1), as_rows(x));
-    if (s.has_bias) gb = sum(g2, {0});
+    const bool differentiable = GradMode::is_enabled() && (g2.requires_grad() || (x.defined() && x.requires_grad()));
+    if (x.defined() && !differentiable) {
+      check_operands(g2, x, "linear backward");
+      Tensor x2 = blas_ready(as_rows(x)), gt = transpose(g2, 0, 1);  // x2: [R, in], gt: [out, R]
+      gw = empty({gt.size(0), x2.size(1)}, x.options());
+      Backend& be = backend_for(x.device());
+      if (s.has_bias) {
+        Tensor gb_col = empty({gt.size(0), 1}, x.options());  // the row sums of gᵀ, kept as a column
+        be.gemm_bias_grad(gw, gt, x2, gb_col);
+        gb = reshape(gb_col, {gt.size(0)});
+      } else {
+        be.gemm(gw, gt, x2, 0.0);
+      }
+    } else {
+      if (x.defined()) gw = matmul(transpose(g2, 0, 1), as_rows(x));
+      if (s.has_bias) gb = sum(g2, {0});
+    }
     return {gx, gw, gb};
     // TT_EXERCISE_END
   }
@@ -125,9 +145,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     Tensor x2 = as_rows(x);
     out = empty({x2.size(0), out_features}, x.options());
     Backend& be = backend_for(x.device());
-    // The bias is fused into the GEMM: broadcast it into the output, then accumulate with beta = 1.
-    if (b.defined()) be.copy(out, expand(b, out.shape()));
-    be.gemm(out, blas_ready(x2), blas_ready(transpose(w, 0, 1)), b.defined() ? 1.0 : 0.0);
+    // The bias is fused into the GEMM (the epilogue of cuBLASLt; beta = 1 onto bias rows on the CPU).
+    if (b.defined()) {
+      be.gemm_bias(out, blas_ready(x2), blas_ready(transpose(w, 0, 1)), expand(b, out.shape()));
+    } else {
+      be.gemm(out, blas_ready(x2), blas_ready(transpose(w, 0, 1)), 0.0);
+    }
   }
   if (auto node = autograd::make_node<Linear>({&x, &w, &b})) {
     if (w.requires_grad()) node->saved.x = autograd::SavedVariable(x);

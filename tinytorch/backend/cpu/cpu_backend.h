@@ -1,5 +1,5 @@
 // The CPU backend: the Backend interface implemented with plain loops, OpenMP and OpenBLAS.
-// Each kernel family lives in its own file (elementwise.cpp, reduce.cpp, gemm.cpp, index.cpp,
+// Each kernel family lives in its own file (elementwise.cpp, reduce.cpp, gemm.cpp, linear.cpp, index.cpp,
 // random.cpp, softmax.cpp, activation.cpp, normalization.cpp, optimizer.cpp); their CUDA twins
 // carry the same names under backend/cuda.
 #pragma once
@@ -17,6 +17,8 @@ class CpuBackend final : public Backend {
   void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) override;
   void reduce(ReduceOp op, const Tensor& out, const Tensor& in) override;
   void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double beta) override;
+  void gemm_bias(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias) override;
+  void gemm_bias_grad(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& grad_bias) override;
   void index_select(const Tensor& out, const Tensor& in, int dim, const Tensor& index) override;
   void gather(const Tensor& out, const Tensor& in, int dim, const Tensor& index) override;
   void scatter_add(const Tensor& out, int dim, const Tensor& index, const Tensor& src) override;

@@ -21,18 +21,6 @@ bool fits_int(int64_t x) { return x >= 0 && x <= INT_MAX; }
 
 cublasOperation_t op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
-// How cuBLAS should read one [rows, cols] matrix with strides (sr, sc): row-major with leading
-// dim sr, or column-major with leading dim sc (see blas_compatible()). Size-1 dims take any stride.
-struct Layout {
-  bool row_major;
-  int64_t ld;
-};
-Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
-  if ((sc == 1 || cols == 1) && (sr >= std::max<int64_t>(1, cols) || rows == 1))
-    return {true, rows == 1 ? std::max<int64_t>(1, cols) : sr};
-  return {false, cols == 1 ? std::max<int64_t>(1, rows) : sc};
-}
-
 // The batch dims of a GEMM as a kernel argument: out's sizes and each operand's strides.
 struct BatchDims {
   int n = 0;
@@ -111,6 +99,12 @@ bool rows_fold(const Tensor& t, int nd) {
 }
 
 }  // namespace
+
+Layout layout(int64_t rows, int64_t cols, int64_t sr, int64_t sc) {
+  if ((sc == 1 || cols == 1) && (sr >= std::max<int64_t>(1, cols) || rows == 1))
+    return {true, rows == 1 ? std::max<int64_t>(1, cols) : sr};
+  return {false, cols == 1 ? std::max<int64_t>(1, rows) : sc};
+}
 
 void gemm_colmajor(int device, ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                    double alpha, const GemmMat& a, const GemmMat& b, double beta, const GemmMat& c, int64_t count) {
