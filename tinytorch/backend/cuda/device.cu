@@ -10,6 +10,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/entry.h"
+#include "tinytorch/backend/cuda/error_flag.h"
 #include "tinytorch/backend/cuda/stream.h"
 #include "tinytorch/core/allocator.h"
 #include "tinytorch/core/device.h"
@@ -59,7 +60,9 @@ void synchronize(int device) {
   int first = device < 0 ? 0 : device, last = device < 0 ? device_count() - 1 : device;
   for (int d = first; d <= last; ++d) {
     DeviceGuard guard(d);
+    queue_error_readback(d);  // Note [device error flag]
     TT_CUDA_CHECK(cudaDeviceSynchronize());
+    raise_device_error(d);
   }
 }
 
