@@ -2,9 +2,10 @@
 // read CUDA indices on the host (Note [device error flag] in backend/device_error.h): these kernels
 // check every index themselves, never touch memory outside a tensor for a bad one (a gathered
 // element reads as 0, a scattered one is dropped) and record the first bad one in the device's
-// error flag, as the op the caller named (detail::DeviceErrorScope), for the next sync to report. Every operand may be a strided view: each thread turns its linear
-// position into a multi-index (IndexGeom). scatter_add adds with atomics, so float sums with
-// repeated indices may differ in their last bits from run to run.
+// error flag, as the op the caller named (detail::DeviceErrorScope), for the next sync to report.
+// Every operand may be a strided view: each thread turns its linear position into a multi-index
+// (IndexGeom). scatter_add adds with atomics, so float sums with repeated indices may differ in
+// their last bits from run to run.
 #include <algorithm>
 #include <type_traits>
 
