@@ -123,3 +123,31 @@ TEST_CASE("device errors: index_select, gather and scatter_add", "[cuda][device_
   cuda::synchronize();
   CHECK(index_select(t, 0, ids({4})).cpu().numel() == 3);
 }
+
+TEST_CASE("device errors: a GPT training step on the GPU never waits for the host", "[cuda][device_errors]") {
+  TT_REQUIRE_CUDA();
+  // The benchmark's gpt_step, smaller: forward, cross-entropy, zero_grad, backward, AdamW step.
+  manual_seed(7);
+  const int64_t V = 65, T = 32, B = 4;
+  nn::GPT gpt(nn::GPTOptions(V, T).n_layer(2).n_embd(64).n_head(4).tie_weights(true));
+  gpt.to(kGpu);
+  Tensor tokens = randint(0, V, {B, T + 1}).to(kGpu);
+  Tensor input = tokens.slice(1, 0, T).contiguous(), target = tokens.slice(1, 1, T + 1).contiguous().reshape({B * T});
+  optim::AdamW opt(gpt.parameters(), optim::AdamWOptions(1e-3).weight_decay(0.01));
+  Tensor loss;
+  auto step = [&] {
+    loss = F::cross_entropy(gpt(input).reshape({B * T, V}), target);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+  };
+  step();  // the first step creates the optimizer's state
+  cuda::synchronize();
+  const uint64_t before = detail::host_waits();
+  step();
+  step();
+  CHECK(detail::host_waits() == before);  // no item(), cpu() or copy from the host inside a step
+  CHECK(std::isfinite(loss.item<double>()));
+  CHECK(detail::host_waits() == before + 1);  // item() is one
+  CHECK(opt.state(gpt.parameters()[0])["step"].item<int64_t>() == 3);
+}

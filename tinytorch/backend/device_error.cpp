@@ -1,6 +1,8 @@
 // The deferred index errors' names, message and scope (Note [device error flag] in device_error.h).
 #include "tinytorch/backend/device_error.h"
 
+#include <atomic>
+
 #include "tinytorch/core/error.h"
 
 namespace tt {
@@ -23,7 +25,11 @@ namespace detail {
 
 namespace {
 thread_local DeviceErrorOp current_op = DeviceErrorOp::kNone;
+std::atomic<uint64_t> waits{0};
 }  // namespace
+
+uint64_t host_waits() { return waits.load(std::memory_order_relaxed); }
+void count_host_wait() { waits.fetch_add(1, std::memory_order_relaxed); }
 
 DeviceErrorOp device_error_op(DeviceErrorOp fallback) {
   return current_op == DeviceErrorOp::kNone ? fallback : current_op;

@@ -59,6 +59,12 @@ namespace detail {
 // (the indexing op itself). Thread-local, as ops run on the calling thread.
 DeviceErrorOp device_error_op(DeviceErrorOp fallback);
 
+// How many times the host has waited for a GPU at a synchronization point that reads the flag (a
+// copy to or from the host, tt::cuda::synchronize()), over the process: a test's way to see that
+// a training step never waits. 0 in a build without CUDA.
+uint64_t host_waits();
+void count_host_wait();
+
 // While alive, indexing kernels launched by this thread report bad indices as `op` (embedding,
 // cross_entropy, ...) rather than as the index_select or gather they are made of. Nested scopes:
 // the outermost wins, since it names what the user called.

@@ -59,6 +59,7 @@ Flag* flag_of(int device, bool create) {
 DeviceErrorRecord* device_error_record(int device) { return flag_of(device, true)->record; }
 
 void queue_error_readback(int device) {
+  tt::detail::count_host_wait();
   Flag* f = flag_of(device, false);
   if (!f) return;
   DeviceGuard guard(device);

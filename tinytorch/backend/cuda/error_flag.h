@@ -20,7 +20,7 @@ DeviceErrorRecord* device_error_record(int device);
 //   raise_device_error(device);        // after: throws tt::IndexError if a kernel recorded one
 // raise_device_error clears the record (on the device's stream) before throwing, so the error is
 // reported once. Both are no-ops for a device whose record was never created (no indexing kernel
-// ran there).
+// ran there). queue_error_readback also counts the wait (detail::host_waits()).
 void queue_error_readback(int device);
 void raise_device_error(int device);
 
