@@ -1,5 +1,7 @@
 // CPU<->CUDA parity of training: the fused optimizer steps (SGD with momentum / nesterov /
-// weight decay, Adam with and without amsgrad, AdamW) on parameters of each device, and the
+// weight decay, Adam with and without amsgrad, AdamW) on parameters of each device, the one-launch
+// multi-tensor step over many parameters (with its on-device step counters and a state dict
+// moved from the GPU optimizer to a CPU one), and the
 // whole-model test: the tiny GPT trained 20 steps with AdamW on both devices from the same seed,
 // loss curves compared step by step. All [cuda]: skipped where no GPU is present.
 #include <functional>
@@ -56,6 +58,75 @@ TEST_CASE("parity: SGD, Adam and AdamW steps", "[cuda][parity][optim]") {
       return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(1e-2).betas({0.9, 0.95}).weight_decay(0.1));
     });
   }
+}
+
+namespace {
+
+// `make` over 200 parameters of each device (sizes 0 to 70000: a GPU launch's table holds fewer, so
+// two launches, and the large ones span several blocks), 4 steps with fixed gradients; parameters
+// and Adam's on-device step counters compared. Then the GPU optimizer's state dict loaded into a
+// CPU optimizer: one more step on each agrees (the counts travel as tensors).
+void check_many(const std::string& what,
+                const std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>& make) {
+  INFO(what);
+  std::vector<Tensor> pc, pd, gc, gd;
+  for (int i = 0; i < 200; ++i) {
+    const int64_t n = i == 0 ? 0 : (i % 50 == 7 ? 70000 : (i * 37) % 1000 + 1);
+    Tensor init = rnd({n}).detach(), g = rnd({n}).detach();
+    pc.push_back(init.clone().requires_grad_());
+    pd.push_back(init.to(gpu(), true).requires_grad_());
+    gc.push_back(g);
+    gd.push_back(g.to(gpu(), true));
+  }
+  auto oc = make(pc), od = make(pd);
+  for (int step = 0; step < 4; ++step) {
+    for (size_t i = 0; i < pc.size(); ++i) {
+      pc[i].set_grad(gc[i] * double(step + 1));
+      pd[i].set_grad(gd[i] * double(step + 1));
+    }
+    oc->step();
+    od->step();
+  }
+  for (size_t i = 0; i < pc.size(); ++i) {
+    INFO("parameter " << i);
+    check_same("parameter", pd[i], pc[i], Tolerance{1e-5, 1e-6});
+    const nn::StateDict& st = od->state(pd[i]);
+    if (const Tensor* count = st.find("step")) {
+      CHECK(count->device() == gpu());  // never moved to the host by a step
+      CHECK(count->item<int64_t>() == 4);
+    }
+  }
+  auto loaded = make(pc);
+  loaded->load_state_dict(od->state_dict());
+  for (size_t i = 0; i < pc.size(); ++i) {
+    pc[i].set_grad(gc[i]);
+    pd[i].set_grad(gd[i]);
+  }
+  // The CPU parameters take the GPU's values, then both optimizers step once more.
+  {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < pc.size(); ++i) pc[i].copy_(pd[i].cpu());
+  }
+  loaded->step();
+  od->step();
+  for (size_t i = 0; i < pc.size(); ++i) check_same("parameter after reload", pd[i], pc[i], Tolerance{1e-5, 1e-6});
+}
+
+}  // namespace
+
+TEST_CASE("parity: one-launch optimizer steps over many parameters", "[cuda][parity][optim]") {
+  TT_REQUIRE_CUDA();
+  using P = std::vector<Tensor>;
+  using O = std::unique_ptr<optim::Optimizer>;
+  check_many("SGD nesterov, weight decay", [](P p) -> O {
+    return std::make_unique<optim::SGD>(p, optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-2));
+  });
+  check_many("Adam amsgrad, maximize", [](P p) -> O {
+    return std::make_unique<optim::Adam>(p, optim::AdamOptions(1e-2).amsgrad(true).maximize(true));
+  });
+  check_many("AdamW", [](P p) -> O {
+    return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(1e-3).betas({0.9, 0.95}).weight_decay(0.1));
+  });
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tinytorch/backend/kernel_args.h"
 #include "tinytorch/backend/op_table.h"
@@ -157,6 +158,13 @@ class Backend {
   // All tensors: same shape, float dtype, contiguous; max_exp_avg_sq undefined unless amsgrad.
   virtual void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                          const Tensor& max_exp_avg_sq, const AdamStepArgs& args) = 0;
+  // The same updates over a list of parameters of one device and dtype (ops/optim_step.h), one
+  // launch on a GPU (Note [multi-tensor optimizer step] in cuda/optimizer.cu). Each parameter gets
+  // exactly sgd_step's / adam_step's bits. Adam: args.step_size and args.bias_correction2_sqrt are
+  // ignored; each parameter's are computed (adam_bias_corrections) from its `step` + 1, read on
+  // the device, which is then incremented, so no host value changes from step to step.
+  virtual void sgd_step_multi(const std::vector<SgdParamState>& params, const SgdStepArgs& args) = 0;
+  virtual void adam_step_multi(const std::vector<AdamParamState>& params, const AdamStepArgs& args) = 0;
 };
 
 // True when the last two dims of `m` can be handed to a BLAS GEMM as they are: one of them has

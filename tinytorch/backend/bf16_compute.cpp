@@ -239,5 +239,30 @@ void Bf16Compute::adam_step(const Tensor& param, const Tensor& grad, const Tenso
                    w.out(max_exp_avg_sq, true), args);
   w.finish();
 }
+// The multi-tensor steps: float32 stand-ins for the bf16 tensors (the step counters are int64).
+void Bf16Compute::sgd_step_multi(const std::vector<SgdParamState>& params, const SgdStepArgs& args) {
+  bool bf16 = false;
+  for (const SgdParamState& e : params) bf16 = bf16 || any_bf16({&e.param, &e.grad, &e.momentum_buf});
+  if (!bf16) return inner_.sgd_step_multi(params, args);
+  Widen w(inner_);
+  std::vector<SgdParamState> wide;
+  for (const SgdParamState& e : params)
+    wide.push_back({w.out(e.param, true), w.in(e.grad), w.out(e.momentum_buf, true), e.first_step});
+  inner_.sgd_step_multi(wide, args);
+  w.finish();
+}
+void Bf16Compute::adam_step_multi(const std::vector<AdamParamState>& params, const AdamStepArgs& args) {
+  bool bf16 = false;
+  for (const AdamParamState& e : params)
+    bf16 = bf16 || any_bf16({&e.param, &e.grad, &e.exp_avg, &e.exp_avg_sq, &e.max_exp_avg_sq});
+  if (!bf16) return inner_.adam_step_multi(params, args);
+  Widen w(inner_);
+  std::vector<AdamParamState> wide;
+  for (const AdamParamState& e : params)
+    wide.push_back({w.out(e.param, true), w.in(e.grad), w.out(e.exp_avg, true), w.out(e.exp_avg_sq, true),
+                    w.out(e.max_exp_avg_sq, true), e.step});
+  inner_.adam_step_multi(wide, args);
+  w.finish();
+}
 
 }  // namespace tt

@@ -1,11 +1,13 @@
-// embedding: checks (dtype, shape, every index in range) here; the row copy is the backend's
-// index_select along dim 0, the gradient is scatter_add (both in backend/*/index).
+// embedding: checks (dtype, shape, every index in range: here on the CPU, in the kernel on a GPU);
+// the row copy is the backend's index_select along dim 0, the gradient is scatter_add (both in
+// backend/*/index).
 #include "tinytorch/ops/embedding.h"
 
 #include <vector>
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/backend/device_error.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
 #include "tinytorch/ops/factory.h"
@@ -21,14 +23,15 @@ using autograd::SavedVariable;
 using autograd::TensorList;
 
 // Note [embedding index check]
-// Every index is checked once, before any kernel runs: min and max are two reductions on the
-// indices' device and two scalar reads, which on a GPU is one host sync per forward (PyTorch's
-// CUDA kernel avoids it by asserting inside the kernel, at the price of an asynchronous
-// "device-side assert" that poisons the context). Only when a bound fails are the indices
-// copied to the host to find the first bad one, so the cost of a precise message is paid by
-// bad input alone.
+// On the CPU every index is checked once, before any kernel runs: min and max are two reductions
+// and two scalar reads. Only when a bound fails is the position of the first bad index searched
+// for, so the cost of a precise message is paid by bad input alone. On a GPU the two scalar reads
+// would be a host sync per forward; there the index_select kernel checks each index as it reads
+// it, never reads outside the table, and records the first bad one for the next synchronization
+// to report as an embedding error (Note [device error flag] in backend/device_error.h). PyTorch's
+// kernel asserts instead, which poisons the CUDA context.
 void check_indices(const Tensor& flat, int64_t V) {
-  if (flat.numel() == 0) return;
+  if (flat.numel() == 0 || !flat.device().is_cpu()) return;
   int64_t lo = min(flat).item<int64_t>(), hi = max(flat).item<int64_t>();
   if (lo >= 0 && hi < V) return;
   std::vector<int64_t> v = flat.to_vector<int64_t>();
@@ -90,7 +93,11 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int6
   check_indices(flat, V);
   Shape out_shape = indices.shape();
   out_shape.push_back(E);
-  Tensor out = Embedding::forward(weight, flat, out_shape);
+  Tensor out;
+  {
+    detail::DeviceErrorScope device_errors(DeviceErrorOp::kEmbedding);
+    out = Embedding::forward(weight, flat, out_shape);
+  }
   if (auto node = autograd::make_node<Embedding>({&weight})) {
     node->saved = {SavedVariable(flat), V, pad};
     autograd::set_history(out, node);

@@ -80,11 +80,13 @@ Tensor arange(Scalar start, Scalar end, Scalar step, const TensorOptions& opts) 
            "arange: upper bound and larger bound inconsistent with step sign, got start=", s,
            ", end=", e, ", step=", st);
   int64_t n = checked_count(std::ceil((e - s) / st), "arange");
-  // bf16 values are computed in float32 and rounded once (Note [bfloat16]).
-  const TensorOptions on_cpu = opts.device(kCPU).dtype(compute_dtype(opts.dtype())).requires_grad(false);
-  Tensor cpu = detail::empty({n}, on_cpu, "arange");
-  backend_for(cpu.device()).arange(cpu, s, st);
-  return finish(cpu.to(TensorOptions().dtype(opts.dtype()).device(opts.device())), opts);
+  // bf16 values are computed in float32 and rounded once (Note [bfloat16]). Filled on the target
+  // device (every backend computes start + i * step in double, the same bits): a copy from the host
+  // would make the host wait for the GPU, once per forward of a model that numbers its positions.
+  const TensorOptions compute = opts.dtype(compute_dtype(opts.dtype())).requires_grad(false);
+  Tensor out = detail::empty({n}, compute, "arange");
+  backend_for(out.device()).arange(out, s, st);
+  return finish(out.to(opts.dtype()), opts);
 }
 Tensor arange(Scalar end, const TensorOptions& opts) { return arange(0, end, 1, opts); }
 Tensor arange(Scalar start, Scalar end, Scalar step) {

@@ -1,4 +1,5 @@
-// Indexing ops: checks (dtypes, shapes, every index in range) here, loops in backend/*/index.
+// Indexing ops: checks (dtypes, shapes, every index in range: on the CPU here, on a GPU in the
+// kernels) here, loops in backend/*/index.
 #include "tinytorch/ops/indexing.h"
 
 #include "tinytorch/autograd/function.h"
@@ -15,9 +16,12 @@
 namespace tt {
 
 namespace {
+// Every index in [0, size), read on the host for CPU tensors. A GPU's indices are not read here: its
+// kernels check them and report the first bad one at the next synchronization (Note [device error
+// flag] in backend/device_error.h), so an index check costs no host sync inside a training step.
 void check_index(const Tensor& index, int64_t size, const char* op, int dim) {
   TT_CHECK_DTYPE(index.dtype() == kInt64, op, ": expected an int64 index tensor, got dtype ", index.dtype());
-  if (index.numel() == 0) return;
+  if (index.numel() == 0 || !index.device().is_cpu()) return;
   int64_t lo = min(index).item<int64_t>(), hi = max(index).item<int64_t>();
   TT_CHECK_INDEX(lo >= 0 && hi < size, op, ": index ", (lo < 0 ? lo : hi),
                  " is out of bounds for dimension ", dim, " with size ", size);

@@ -26,6 +26,7 @@
 #include "tinytorch/amp/autocast.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
+#include "tinytorch/backend/device_error.h"
 #include "tinytorch/ops/activation.h"
 #include "tinytorch/ops/copy.h"
 #include "tinytorch/ops/elementwise.h"
@@ -128,9 +129,12 @@ void check_class_index_target(const Tensor& input, const Tensor& target, const c
                    : ""));
 }
 
-// Every class index in [0, C) or equal to ignore_index (two reductions, read on the host).
+// Every class index in [0, C) or equal to ignore_index (two reductions, read on the host). On a
+// GPU nothing is read here: the gather that reads the targets checks them and reports a bad one at
+// the next synchronization, as the op that the caller's DeviceErrorScope names (Note [device error
+// flag] in backend/device_error.h); ignore_index never reaches it (index_target replaces it by 0).
 void check_class_range(const Tensor& target, int64_t C, int64_t ignore_index, const char* op) {
-  if (target.numel() == 0) return;
+  if (target.numel() == 0 || !target.device().is_cpu()) return;
   NoGradGuard no_grad;
   Tensor kept = where(target == ignore_index, Scalar(int64_t(0)), target);
   const int64_t lo = min(kept).item<int64_t>(), hi = max(kept).item<int64_t>();
@@ -396,6 +400,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
     check_class_index_target(input, target, op);
     check_class_range(target, C, ignore_index, op);
   }
+  detail::DeviceErrorScope device_errors(DeviceErrorOp::kCrossEntropy);  // bad targets on a GPU
 
   const Unbatched b = batch_view(input, target, probs);
   const Tensor& x = b.input;
@@ -437,6 +442,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   check_class_weight(weight, input, C, op);
   check_class_index_target(input, target, op);
   check_class_range(target, C, ignore_index, op);
+  detail::DeviceErrorScope device_errors(DeviceErrorOp::kNllLoss);  // bad targets on a GPU
 
   const Unbatched b = batch_view(input, target, false);
   const IndexTarget it = index_target(b.target, weight, ignore_index, b.input.options());

@@ -20,4 +20,12 @@ void sgd_step_(const Tensor& param, const Tensor& grad, const Tensor& momentum_b
 void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const Tensor& max_exp_avg_sq, const AdamStepArgs& args);
 
+// Every parameter of `params` updated as sgd_step_ would (same bits), grouped by device and dtype
+// into one Backend::sgd_step_multi call each. Everything is checked before anything is written.
+void sgd_step_multi_(const std::vector<SgdParamState>& params, const SgdStepArgs& args);
+
+// Every parameter updated as adam_step_ would with args' bias corrections taken at its step + 1;
+// each `step` (0-d int64 on its parameter's device) is then incremented. Grouped as above.
+void adam_step_multi_(const std::vector<AdamParamState>& params, const AdamStepArgs& args);
+
 }  // namespace tt::detail

@@ -1,9 +1,11 @@
-// Adam and AdamW: option checks, state creation and bias corrections per parameter; the update
-// itself is one fused kernel (ops/optim_step.h, backend/cpu/optimizer.cpp).
+// Adam and AdamW: option checks and state creation per parameter; the update of a group is one
+// multi-tensor step (ops/optim_step.h; one launch on a GPU, backend/cuda/optimizer.cu), which also
+// computes the bias corrections from each parameter's step counter and increments it.
 #include "tinytorch/optim/adam.h"
 
 #include <cmath>
 
+#include "tinytorch/autograd/grad_mode.h"
 #include "tinytorch/ops/factory.h"
 #include "tinytorch/ops/optim_step.h"
 
@@ -49,6 +51,14 @@ template class AdamOptionsFor<false>;
 template class AdamOptionsFor<true>;
 
 namespace {
+// A step counter on `device`: moved there once (a checkpoint loads counts on the CPU, a model may
+// move after some steps); a no-op afterwards.
+Tensor step_on(const Tensor& step, const Device& device) {
+  if (step.device() == device) return step;
+  NoGradGuard no_grad;
+  return step.to(device);
+}
+
 template <bool kDecoupled>
 AdamStepArgs step_args(const AdamOptionsFor<kDecoupled>& o, int64_t step) {
   AdamStepArgs a;
@@ -59,11 +69,9 @@ AdamStepArgs step_args(const AdamOptionsFor<kDecoupled>& o, int64_t step) {
   a.decoupled = kDecoupled;
   a.amsgrad = o.amsgrad();
   a.maximize = o.maximize();
-  // Host-side scalars, as PyTorch computes them in Python floats.
-  const double bias_correction1 = 1 - std::pow(a.beta1, double(step));
-  const double bias_correction2 = 1 - std::pow(a.beta2, double(step));
-  a.step_size = a.lr / bias_correction1;
-  a.bias_correction2_sqrt = std::sqrt(bias_correction2);
+  // Host-side scalars, as PyTorch computes them in Python floats (the single-tensor path's; the
+  // multi-tensor step computes them where the step counter lives).
+  adam_bias_corrections(a, step);
   return a;
 }
 }  // namespace
@@ -79,30 +87,43 @@ void AdamBase::adam_step(bool decoupled) {
   // TT_EXERCISE_BEGIN(07, 4)
   check_options();
   for (auto& group : param_groups()) {
+    // One multi-tensor step per group (one launch per device and dtype on a GPU); the step counts
+    // stay where their parameters are, and the kernel increments them (Note [multi-tensor
+    // optimizer step] in backend/cuda/optimizer.cu), so no value is read back to the host.
+    const AdamStepArgs args = decoupled ? step_args(static_cast<const AdamOptionsFor<true>&>(group.options()), 1)
+                                        : step_args(static_cast<const AdamOptionsFor<false>&>(group.options()), 1);
+    std::vector<AdamParamState> list;
+    std::vector<bool> fresh, new_max;
     for (const Tensor& p : group.params()) {
       const Tensor g = p.grad();
       if (!g.defined()) continue;  // no gradient: skipped, as PyTorch
       nn::StateDict& st = mutable_state(p);
-      const bool fresh = st.empty();
       // New state is kept only once the update has succeeded.
-      Tensor step_t = fresh ? scalar_tensor(int64_t(0), kInt64) : st["step"];
-      Tensor exp_avg = fresh ? zeros_like(p) : st["exp_avg"];
-      Tensor exp_avg_sq = fresh ? zeros_like(p) : st["exp_avg_sq"];
-      const int64_t step = step_t.item<int64_t>() + 1;
-      const AdamStepArgs args =
-          decoupled ? step_args(static_cast<const AdamOptionsFor<true>&>(group.options()), step)
-                    : step_args(static_cast<const AdamOptionsFor<false>&>(group.options()), step);
-      Tensor max_exp_avg_sq;
-      const bool new_max = args.amsgrad && !st.contains("max_exp_avg_sq");
-      if (args.amsgrad) max_exp_avg_sq = new_max ? zeros_like(p) : st["max_exp_avg_sq"];
-      tt::detail::adam_step_(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, args);
-      step_t.fill_(step);
-      if (fresh) {
-        st.insert("step", step_t);
-        st.insert("exp_avg", exp_avg);
-        st.insert("exp_avg_sq", exp_avg_sq);
+      const bool is_fresh = st.empty();
+      AdamParamState e;
+      e.param = p;
+      e.grad = g;
+      e.step = is_fresh ? scalar_tensor(int64_t(0), TensorOptions().dtype(kInt64).device(p.device())) : st["step"];
+      e.step = step_on(e.step, p.device());
+      e.exp_avg = is_fresh ? zeros_like(p) : st["exp_avg"];
+      e.exp_avg_sq = is_fresh ? zeros_like(p) : st["exp_avg_sq"];
+      const bool is_new_max = args.amsgrad && !st.contains("max_exp_avg_sq");
+      if (args.amsgrad) e.max_exp_avg_sq = is_new_max ? zeros_like(p) : st["max_exp_avg_sq"];
+      list.push_back(e);
+      fresh.push_back(is_fresh);
+      new_max.push_back(is_new_max);
+    }
+    tt::detail::adam_step_multi_(list, args);
+    for (size_t i = 0; i < list.size(); ++i) {
+      nn::StateDict& st = mutable_state(list[i].param);
+      if (fresh[i]) {
+        st.insert("step", list[i].step);
+        st.insert("exp_avg", list[i].exp_avg);
+        st.insert("exp_avg_sq", list[i].exp_avg_sq);
+      } else {
+        st["step"] = list[i].step;  // moved to the parameter's device when it was elsewhere
       }
-      if (new_max) st.insert("max_exp_avg_sq", max_exp_avg_sq);
+      if (new_max[i]) st.insert("max_exp_avg_sq", list[i].max_exp_avg_sq);
     }
   }
   // TT_EXERCISE_END

@@ -8,7 +8,8 @@
 //   m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
 //   v_hat = amsgrad ? (vmax = max(vmax, v)) : v
 //   p = p - lr / (1 - beta1^t) * m / (sqrt(v_hat) / sqrt(1 - beta2^t) + eps)
-// State: "step" (0-d int64), "exp_avg" (m), "exp_avg_sq" (v), "max_exp_avg_sq" (vmax, amsgrad).
+// State: "step" (0-d int64, on the parameter's device), "exp_avg" (m), "exp_avg_sq" (v), "max_exp_avg_sq"
+// (vmax, amsgrad).
 // Cost: one pass reading p, g, m, v (vmax) and writing p, m, v (vmax): 7 (9) values moved per
 // element, ~15 FLOPs, one sqrt and one division.
 // The two differ only in where the decay goes and in the default weight_decay (0 vs 1e-2).

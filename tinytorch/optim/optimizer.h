@@ -11,14 +11,17 @@
 //
 // step() updates every parameter that has a gradient and skips the others (as PyTorch); the
 // per-parameter state (momentum buffers, moments, step counts) is created at a parameter's first
-// update. The arithmetic is one fused kernel per parameter (ops/optim_step.h). Options are
-// checked as PyTorch checks them, when a group is added and again before each step.
+// update. The arithmetic is one multi-tensor step per group (ops/optim_step.h: one launch per
+// device and dtype on a GPU, the fused kernel per parameter on the CPU). Options are checked as
+// PyTorch checks them, when a group is added and again before each step.
 // Devices: a parameter's buffers (momentum_buffer, exp_avg, ...) live on its device: they are
 // created there, converted there by load_state_dict, and follow it when the model is moved after
 // some steps (Module::to keeps the parameter objects, so the state stays attached). The step
-// count is a 0-d CPU tensor, as in PyTorch: bias corrections are computed on the host, and a
-// device count would cost a synchronization per parameter per step.
-// Not here: closures for step(), sparse gradients, foreach/capturable/differentiable modes.
+// count is a 0-d int64 tensor on the parameter's device (PyTorch's "capturable" mode): the kernel
+// computes the bias corrections from it and increments it, so a step reads nothing back from a GPU
+// and can be captured in a CUDA graph (docs/gpu_training_step.md). A loaded count starts on the
+// CPU and moves to the parameter's device at its next step.
+// Not here: closures for step(), sparse gradients, differentiable mode.
 //
 // Note [optimizer state dict]: state_dict() is a flat nn::StateDict, so a checkpoint writer can
 // store it beside a model's (safetensors holds only named tensors). Parameters are numbered

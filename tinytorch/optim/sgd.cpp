@@ -1,5 +1,5 @@
-// SGD: option checks and the per-parameter loop; the update itself is one fused kernel
-// (ops/optim_step.h, backend/cpu/optimizer.cpp).
+// SGD: option checks and state per parameter; the update of a group is one multi-tensor step
+// (ops/optim_step.h: one launch per device and dtype on a GPU, backend/cuda/optimizer.cu).
 #include "tinytorch/optim/sgd.h"
 
 #include "tinytorch/ops/factory.h"
@@ -53,26 +53,31 @@ void SGD::step() {
   check_options();
   for (auto& group : param_groups()) {
     const auto& o = static_cast<const SGDOptions&>(group.options());
+    SgdStepArgs args;
+    args.lr = o.lr();
+    args.momentum = o.momentum();
+    args.dampening = o.dampening();
+    args.weight_decay = o.weight_decay();
+    args.nesterov = o.nesterov();
+    args.maximize = o.maximize();
+    // One multi-tensor step per group (one launch per device and dtype on a GPU).
+    std::vector<SgdParamState> list;
     for (const Tensor& p : group.params()) {
       const Tensor g = p.grad();
       if (!g.defined()) continue;  // no gradient: skipped, as PyTorch
-      SgdStepArgs args;
-      args.lr = o.lr();
-      args.momentum = o.momentum();
-      args.dampening = o.dampening();
-      args.weight_decay = o.weight_decay();
-      args.nesterov = o.nesterov();
-      args.maximize = o.maximize();
-      Tensor buf;
+      SgdParamState e;
+      e.param = p;
+      e.grad = g;
       if (args.momentum != 0) {
-        nn::StateDict& st = mutable_state(p);
-        const Tensor* kept = st.find("momentum_buffer");
-        args.first_step = kept == nullptr;  // the kernel starts the buffer as the gradient
-        buf = kept ? *kept : empty_like(p);
+        const Tensor* kept = mutable_state(p).find("momentum_buffer");
+        e.first_step = kept == nullptr;  // the kernel starts the buffer as the gradient
+        e.momentum_buf = kept ? *kept : empty_like(p);
       }
-      tt::detail::sgd_step_(p, g, buf, args);
-      if (args.first_step) mutable_state(p).insert("momentum_buffer", buf);
+      list.push_back(e);
     }
+    tt::detail::sgd_step_multi_(list, args);
+    for (const SgdParamState& e : list)
+      if (e.first_step) mutable_state(e.param).insert("momentum_buffer", e.momentum_buf);
   }
   // TT_EXERCISE_END
 }

@@ -2,8 +2,9 @@
 // writes the parameter and its state once, where a chain of tensor ops would make ~10 passes.
 // The arithmetic follows PyTorch's single-tensor code (torch/optim/sgd.py, adam.py, adamw.py)
 // in the same order, so that trajectories agree with PyTorch's to rounding. Contiguous
-// float32/float64 only: ops/optim_step.cpp makes the inputs so. Not here: the step counter,
-// bias corrections and option checks (optim/), which are per-tensor scalars computed on the host.
+// float32/float64 only: ops/optim_step.cpp makes the inputs so. Not here: option checks (optim/).
+// The single-tensor steps take Adam's bias corrections from the host; the multi-tensor steps at the
+// end compute them from each parameter's step counter and increment it.
 //
 // Note [vectorized optimizer loops]: the flags are template parameters, so each instantiation
 // is one branch-free loop the compiler vectorizes. sqrt vectorizes only with -fno-math-errno
@@ -138,6 +139,27 @@ void CpuBackend::adam_step(const Tensor& param, const Tensor& grad, const Tensor
   if (param.dtype() == kFloat64) return adam_typed<double>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args);
   if (param.dtype() == kFloat32) return adam_typed<float>(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args);
   throw DtypeError(detail::concat("adam_step: expected a float32 or float64 parameter, got ", param.dtype()));
+}
+
+// The multi-tensor steps: the single-tensor kernels in turn, so each parameter gets exactly their
+// bits; Adam's bias corrections come from each parameter's step counter, which is then incremented
+// (the CPU twin of cuda/optimizer.cu's one-launch step).
+void CpuBackend::sgd_step_multi(const std::vector<SgdParamState>& params, const SgdStepArgs& args) {
+  for (const SgdParamState& e : params) {
+    SgdStepArgs a = args;
+    a.first_step = e.first_step;
+    sgd_step(e.param, e.grad, e.momentum_buf, a);
+  }
+}
+
+void CpuBackend::adam_step_multi(const std::vector<AdamParamState>& params, const AdamStepArgs& args) {
+  for (const AdamParamState& e : params) {
+    int64_t* step = e.step.data_ptr<int64_t>();
+    AdamStepArgs a = args;
+    adam_bias_corrections(a, *step + 1);
+    adam_step(e.param, e.grad, e.exp_avg, e.exp_avg_sq, e.max_exp_avg_sq, a);
+    *step += 1;
+  }
 }
 
 }  // namespace tt::cpu

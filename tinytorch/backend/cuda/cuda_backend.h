@@ -56,6 +56,8 @@ class CudaBackend final : public Backend {
   void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf, const SgdStepArgs& args) override;
   void adam_step(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                  const Tensor& max_exp_avg_sq, const AdamStepArgs& args) override;
+  void sgd_step_multi(const std::vector<SgdParamState>& params, const SgdStepArgs& args) override;
+  void adam_step_multi(const std::vector<AdamParamState>& params, const AdamStepArgs& args) override;
 };
 
 // Makes `device` current for the scope and restores the previous device after.

@@ -10,6 +10,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/entry.h"
+#include "tinytorch/backend/cuda/error_flag.h"
 #include "tinytorch/backend/cuda/stream.h"
 #include "tinytorch/core/allocator.h"
 #include "tinytorch/core/cuda_graph.h"
@@ -62,7 +63,9 @@ void synchronize(int device) {
     DeviceGuard guard(d);
     TT_CHECK(!is_capturing(d), "cuda::synchronize: cuda:", d, " cannot synchronize with the host while a CUDA graph "
              "is being captured (docs/cuda_graphs.md)");
+    queue_error_readback(d);  // Note [device error flag]
     TT_CUDA_CHECK(cudaDeviceSynchronize());
+    raise_device_error(d);
   }
 }
 

@@ -5,6 +5,7 @@
 // broadcasts. Not here: activations (activation.cu), random numbers (random.cu).
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/error_flag.h"
 #include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 #include "tinytorch/backend/visit.h"
@@ -152,13 +153,17 @@ void CudaBackend::transfer(const Tensor& out, const Tensor& src) {
   } else if (out.is_cuda()) {
     DeviceGuard guard(out.device().index);
     TT_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyHostToDevice, current_stream()));
+    queue_error_readback(out.device().index);  // Note [device error flag]: the host waits here
     TT_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
+    raise_device_error(out.device().index);
   } else {
     TT_CHECK_DEVICE(src.is_cuda(), "transfer: one of out and src must be on a CUDA device, got ", out.device(),
                     " and ", src.device());
     DeviceGuard guard(src.device().index);
     TT_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToHost, current_stream()));
+    queue_error_readback(src.device().index);  // Note [device error flag]: the host waits here
     TT_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
+    raise_device_error(src.device().index);
   }
 }
 
