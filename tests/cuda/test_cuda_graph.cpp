@@ -92,9 +92,8 @@ TEST_CASE("tt::cuda::Graph: a captured MLP training step replays the eager steps
 
 TEST_CASE("tt::cuda::Graph: a captured tiny-GPT AdamW step matches the eager steps",
           "[cuda][cuda_graph][graph]") {
-  // Needs a training step without host synchronization: the embedding and cross-entropy index
-  // checks on the device and AdamW's step count on the device (issue 17's capturable optimizers).
-  // Until then the capture throws the item() error, naming the op that synchronized.
+  // A training step without host synchronization: the embedding and cross-entropy index checks run
+  // on the device (an error flag) and AdamW's step count lives there (one-launch optimizer steps).
   TT_REQUIRE_CUDA();
   constexpr int kWarmup = 3, kReplays = 5;
   constexpr int64_t V = 17, T = 16, B = 4;

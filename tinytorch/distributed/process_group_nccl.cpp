@@ -21,11 +21,13 @@
 #include "tinytorch/autograd/grad_mode.h"
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/stream.h"
 #include "tinytorch/core/error.h"
 
 // Note [NCCL streams]
-// Our CUDA backend queues every kernel, cuBLAS call and copy on the legacy default stream, so its
-// work is ordered without events. NCCL's kernels run on a stream of our own, created non-blocking
+// Our CUDA backend queues every kernel, cuBLAS call and copy of a device on that device's compute
+// stream (tt::cuda::stream, backend/cuda/stream.h), so its work is ordered without events. NCCL's
+// kernels run on a stream of our own, created non-blocking
 // (cudaStreamNonBlocking), so that they neither wait for nor hold up the compute that follows them:
 // that is how DDP overlaps a bucket's all-reduce with the rest of backward. Each collective
 //   1. records `ready` on the compute stream and makes the communication stream wait for it (the
@@ -173,7 +175,7 @@ class NcclWork final : public Work {
     if (done_ != nullptr) {  // later compute (and the allocator's reuse of our tensors) after NCCL
       int previous = -1;
       if (cudaGetDevice(&previous) == cudaSuccess && previous != state_->device) (void)cudaSetDevice(state_->device);
-      (void)cudaStreamWaitEvent(cudaStreamLegacy, done_->get(), 0);
+      (void)cudaStreamWaitEvent(cuda::stream(state_->device), done_->get(), 0);
       if (previous >= 0 && previous != state_->device) (void)cudaSetDevice(previous);
     }
   }
@@ -190,7 +192,7 @@ class NcclWork final : public Work {
   void wait() override {
     if (done_ == nullptr) return;
     cuda::DeviceGuard guard(state_->device);
-    TT_CUDA_CHECK(cudaStreamWaitEvent(cudaStreamLegacy, done_->get(), 0));
+    TT_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(state_->device), done_->get(), 0));
     state_->check_async_error();
   }
 
@@ -349,7 +351,7 @@ std::shared_ptr<Work> enqueue(const std::shared_ptr<ProcessGroupNCCL::State>& st
   ProcessGroupNCCL::State& s = *state;
   Event ready;
   auto done = std::make_unique<Event>();
-  TT_CUDA_CHECK(cudaEventRecord(ready.get(), cudaStreamLegacy));
+  TT_CUDA_CHECK(cudaEventRecord(ready.get(), cuda::stream(s.device)));
   TT_CUDA_CHECK(cudaStreamWaitEvent(s.stream, ready.get(), 0));
   launch();
   TT_CUDA_CHECK(cudaEventRecord(done->get(), s.stream));

@@ -75,4 +75,8 @@ class DeviceGuard {
 // The cuBLAS handle of a device, created on first use (math mode follows allow_tf32()).
 cublasHandle_t cublas_handle(int device);
 
+// Creates device `device`'s counters of the one-launch Adam step (optimizer.cu) now rather than at
+// the first step: a CUDA graph capture calls it before capturing, where cudaMalloc would invalidate it.
+void create_optimizer_counters(int device);
+
 }  // namespace tt::cuda

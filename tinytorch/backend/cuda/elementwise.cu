@@ -121,8 +121,9 @@ void CudaBackend::arange(const Tensor& out, double start, double step) {
 }
 
 // Copies queued on the stream of the device involved (the destination's between two GPUs), after
-// the kernels queued before them. A copy from or to the host waits for itself, so the host memory
-// may be reused or read on return; a copy between GPUs does not block the host.
+// the kernels queued before them. A copy from or to the host, or between two GPUs, waits for itself
+// (host memory may be reused or read on return; the source GPU's block may go back to its pool and
+// be overwritten by that GPU's next kernel); a copy within one GPU does not block the host.
 void CudaBackend::transfer(const Tensor& out, const Tensor& src) {
   const size_t bytes = size_t(src.numel()) * src.element_size();
   TT_CHECK(out.dtype() == src.dtype() && out.numel() == src.numel(),
@@ -146,9 +147,11 @@ void CudaBackend::transfer(const Tensor& out, const Tensor& src) {
     if (out.device().index == src.device().index) {
       TT_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToDevice, current_stream()));
     } else {
-      // The source's stream must have finished writing it; the peer copy is then ordered on ours.
+      // The source's stream must have finished writing it, and the copy must be done reading it before
+      // the source's stream (which knows nothing of ours) can reuse its memory.
       TT_CUDA_CHECK(cudaStreamSynchronize(stream(src.device().index)));
       TT_CUDA_CHECK(cudaMemcpyPeerAsync(dst, out.device().index, from, src.device().index, bytes, current_stream()));
+      TT_CUDA_CHECK(cudaStreamSynchronize(current_stream()));
     }
   } else if (out.is_cuda()) {
     DeviceGuard guard(out.device().index);

@@ -123,6 +123,12 @@ inline bool aligned16(const void* p, const Strides3& s) {
 // float32 call on `device`: D = Dv in {32, 64, 128}, sm_80 or newer, q, k, v rows 16-byte aligned.
 bool mma_supported(const FlashArgs<float>& a, int device);
 
+// True when `device` is sm_80 or newer (cp.async, mma.sync TF32 and bf16) and lets one block have
+// `smem_bytes` of dynamic shared memory (cudaDevAttrMaxSharedMemoryPerBlockOptin: 227 KiB on sm_90,
+// 163 KiB on sm_80, 99 KiB on sm_86/89). A kernel that does not fit falls back to another path
+// rather than fail its launch.
+bool tensor_core_kernel_fits(int device, int smem_bytes);
+
 // The tensor-core forward / backward (Note [tensor-core flash forward] in flash_mma_forward.cu):
 // true when they took the call (mma_supported and the outputs' rows aligned too), after writing
 // out and lse / dq (+=), dk, dv. split: 3xTF32 (float32 accuracy) or 1xTF32. The backward needs

@@ -272,8 +272,18 @@ void dispatch_bwd(const FlashArgs<float>& a) {
 
 }  // namespace
 
+namespace {
+template <bool Split>
+int bwd_smem_bytes(int D) {
+  return D == 32 ? MmaBwdTiles<32, Split>::kSmemBytes
+                 : D == 64 ? MmaBwdTiles<64, Split>::kSmemBytes : MmaBwdTiles<128, Split>::kSmemBytes;
+}
+}  // namespace
+
 bool mma_backward(const FlashArgs<float>& a, int device, bool split) {
   if (!mma_supported(a, device)) return false;
+  // 101-138 KiB at D 64 and 128: more than sm_86/89 allow a block, where the FFMA kernels run.
+  if (!tensor_core_kernel_fits(device, split ? bwd_smem_bytes<true>(a.D) : bwd_smem_bytes<false>(a.D))) return false;
   if (!aligned16(a.dout, a.sdo) || !aligned16(a.dq, a.sdq) || !aligned16(a.dk, a.sdk) || !aligned16(a.dv, a.sdv))
     return false;
   if (split)

@@ -301,8 +301,11 @@ void backward(Backend& be, const Tensor& dq, const Tensor& dk, const Tensor& dv,
               const Tensor& bias, const AttentionArgs& args) {
   TT_CHECK_DTYPE(lse.dtype() == kFloat32, "flash attention backward (cuda): a bf16 call keeps lse in float32, got ",
                  lse.dtype());
-  if (head_dim_supported(q.size(3), v.size(3)) && chunk_aligned(q) && chunk_aligned(k) && chunk_aligned(v) &&
-      chunk_aligned(dout) && chunk_aligned(dk) && chunk_aligned(dv)) {
+  const int64_t D = q.size(3);
+  const int smem = D == 32 ? BwdTile<32>::smem_bytes : D == 64 ? BwdTile<64>::smem_bytes : BwdTile<128>::smem_bytes;
+  if (head_dim_supported(D, v.size(3)) && chunk_aligned(q) && chunk_aligned(k) && chunk_aligned(v) &&
+      chunk_aligned(dout) && chunk_aligned(dk) && chunk_aligned(dv) &&
+      flash::tensor_core_kernel_fits(q.device().index, smem)) {
     Args a = make_args(q, k, v, bias, args);
     a.out = mutable_bits_of(out);
     a.so = flash::strides_of(out);

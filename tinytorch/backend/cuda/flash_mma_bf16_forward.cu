@@ -237,8 +237,10 @@ void forward(Backend& be, const Tensor& out, const Tensor& lse, const Tensor& q,
              const Tensor& bias, const AttentionArgs& args) {
   TT_CHECK_DTYPE(lse.dtype() == kFloat32, "flash attention (cuda): a bf16 call keeps lse in float32, got ",
                  lse.dtype());
-  if (head_dim_supported(q.size(3), v.size(3)) && chunk_aligned(q) && chunk_aligned(k) && chunk_aligned(v) &&
-      chunk_aligned(out)) {
+  const int64_t D = q.size(3);
+  const int smem = int(sizeof(uint16_t) * (kFwdBM * D + 4 * kFwdBN * D));
+  if (head_dim_supported(D, v.size(3)) && chunk_aligned(q) && chunk_aligned(k) && chunk_aligned(v) &&
+      chunk_aligned(out) && flash::tensor_core_kernel_fits(q.device().index, smem)) {
     Args a = make_args(q, k, v, bias, args);
     a.out = mutable_bits_of(out);
     a.so = flash::strides_of(out);

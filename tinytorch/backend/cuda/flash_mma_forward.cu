@@ -254,17 +254,31 @@ void dispatch_fwd(const FlashArgs<float>& a) {
 
 }  // namespace
 
+bool tensor_core_kernel_fits(int device, int smem_bytes) {
+  int major = 0, optin = 0;
+  TT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  TT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return major >= 8 && smem_bytes <= optin;
+}
+
 bool mma_supported(const FlashArgs<float>& a, int device) {
   if (a.D != a.Dv || (a.D != 32 && a.D != 64 && a.D != 128)) return false;
   if (!aligned16(a.q, a.sq) || !aligned16(a.k, a.sk) || !aligned16(a.v, a.sv)) return false;
-  int major = 0;
-  TT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return major >= 8;
+  return tensor_core_kernel_fits(device, 0);
 }
+
+namespace {
+template <bool Split>
+int fwd_smem_bytes(int D) {
+  return D == 32 ? MmaFwdTiles<32, Split>::kSmemBytes
+                 : D == 64 ? MmaFwdTiles<64, Split>::kSmemBytes : MmaFwdTiles<128, Split>::kSmemBytes;
+}
+}  // namespace
 
 bool mma_forward(const FlashArgs<float>& a, int device, bool split) {
   if (!mma_supported(a, device)) return false;
   if (!aligned16(a.out, a.so)) return false;
+  if (!tensor_core_kernel_fits(device, split ? fwd_smem_bytes<true>(a.D) : fwd_smem_bytes<false>(a.D))) return false;
   if (split)
     dispatch_fwd<true>(a);
   else

@@ -8,6 +8,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_allocator.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
+#include "tinytorch/backend/cuda/error_flag.h"
 #include "tinytorch/backend/cuda/stream.h"
 #include "tinytorch/core/cuda_graph.h"
 #include "tinytorch/core/device.h"
@@ -51,6 +52,10 @@ void Graph::capture_begin() {
   cudaStream_t s = stream(g.device);
   TT_CHECK(!is_capturing(g.device), "tt::cuda::Graph::capture_begin: the stream of ", Device(kCUDA, g.device),
            " is already being captured by another graph");
+  // Device buffers that kernels create on first use, made now: a capture without a warm-up step
+  // would otherwise cudaMalloc them mid-capture (invalidating it).
+  (void)device_error_record(g.device);
+  create_optimizer_counters(g.device);
   BlockPool& pool = block_pool(g.device);
   if (g.pool == 0) g.pool = pool.create_private_pool();
   pool.begin_allocate_to_pool(g.pool);

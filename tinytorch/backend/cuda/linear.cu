@@ -208,8 +208,10 @@ void CudaBackend::gemm_bias(const Tensor& out, const Tensor& a, const Tensor& b,
   const int64_t M = out.size(0), N = out.size(1), K = a.size(1);
   if (out.numel() == 0) return;
   const Layout lc = layout(M, N, out.stride(0), out.stride(1));
+  // A bias not on a 16-byte boundary takes the fallback: cuBLASLt's heuristic may pick an epilogue
+  // kernel that loads it in 16-byte vectors and faults with a misaligned address (a sticky error).
   if (lt_enabled() && lt_dtype(out.dtype()) && K > 0 && lc.row_major && bias.stride(1) == 1 &&
-      (bias.stride(0) == 0 || M == 1)) {
+      (bias.stride(0) == 0 || M == 1) && alignment(bias.raw_data_ptr()) >= 16) {
     const Layout la = layout(M, K, a.stride(0), a.stride(1)), lb = layout(K, N, b.stride(0), b.stride(1));
     const GemmMat A{a.raw_data_ptr(), la.ld, 0}, B{b.raw_data_ptr(), lb.ld, 0};
     if (lt_matmul(out.device().index, out.dtype(), !lb.row_major, !la.row_major, N, M, K, B, A, out.raw_data_ptr(),
@@ -231,7 +233,7 @@ void CudaBackend::gemm_bias_grad(const Tensor& out, const Tensor& a, const Tenso
   const Layout la = layout(M, K, a.stride(0), a.stride(1)), lb = layout(K, N, b.stride(0), b.stride(1));
   const Layout lc = layout(M, N, out.stride(0), out.stride(1));
   if (lt_enabled() && lt_dtype(out.dtype()) && N > 0 && K > 0 && lc.row_major && !la.row_major &&
-      grad_bias.is_contiguous()) {
+      grad_bias.is_contiguous() && alignment(grad_bias.raw_data_ptr()) >= 16) {
     const GemmMat A{a.raw_data_ptr(), la.ld, 0}, B{b.raw_data_ptr(), lb.ld, 0};
     if (lt_matmul(out.device().index, out.dtype(), !lb.row_major, !la.row_major, N, M, K, B, A, out.raw_data_ptr(),
                   lc.ld, CUBLASLT_EPILOGUE_BGRADB, grad_bias.raw_data_ptr()))

@@ -31,10 +31,13 @@ __device__ __forceinline__ uint32_t to_tf32(float x) {
 #endif
 }
 
-// The 3xTF32 split: big = tf32(x), small = tf32(x - big) (x - big is exact in float32).
+// The 3xTF32 split: big = tf32(x), small = tf32(x - big) (x - big is exact in float32). Where big
+// is infinite (x is, or rounds up past FLT_MAX) small is 0, so that inf stays inf as on the exact
+// path instead of inf - inf = NaN in the cross terms.
 __device__ __forceinline__ void split(float x, uint32_t& big, uint32_t& small) {
   big = to_tf32(x);
-  small = to_tf32(x - __uint_as_float(big));
+  const float b = __uint_as_float(big);
+  small = isinf(b) ? 0u : to_tf32(x - b);
 }
 
 // c += a * b on one m16n8k8 TF32 tile (Note [m16n8k8 TF32 fragments]), float32 accumulate.

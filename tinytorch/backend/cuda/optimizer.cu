@@ -374,6 +374,8 @@ void adam_multi_typed(const std::vector<AdamParamState>& params, const AdamStepA
 
 }  // namespace
 
+void create_optimizer_counters(int device) { (void)arrivals_of(device); }
+
 void CudaBackend::sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_buf,
                            const SgdStepArgs& args) {
   DeviceGuard guard(param.device().index);
