@@ -1,6 +1,7 @@
 // Helpers of the multi-rank suite (tests/distributed, run alone and under mpiexec -np 2 and 3).
 #pragma once
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -45,6 +46,25 @@ inline double max_param_diff(const tt::nn::Module& a, const tt::nn::Module& b) {
   for (size_t i = 0; i < pa.size(); ++i)
     m = std::max(m, (pa[i].detach() - pb[i].detach()).abs().max().item<double>());
   return m;
+}
+
+// The largest difference between a's and b's gradients, relative to the largest gradient element
+// in b (an undefined gradient on one side only: 1). Relative to the whole model's scale, not each
+// parameter's: some gradients are 0 up to rounding (attention's key bias: softmax ignores a
+// constant added to a row), and their last bits differ by summation order. This checks DDP's
+// averaging itself, which an Adam step would hide (its update does not change when every
+// gradient is scaled by one factor).
+inline double max_grad_rel_diff(const tt::nn::Module& a, const tt::nn::Module& b) {
+  std::vector<tt::Tensor> pa = a.parameters(), pb = b.parameters();
+  double diff = 0.0, scale = 1e-30;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const tt::Tensor ga = pa[i].grad(), gb = pb[i].grad();
+    if (ga.defined() != gb.defined()) return 1.0;
+    if (!ga.defined()) continue;
+    scale = std::max(scale, gb.abs().max().item<double>());
+    diff = std::max(diff, (ga - gb).abs().max().item<double>());
+  }
+  return diff / scale;
 }
 
 // DDP's options on the job's group, or on world_of_one() when the suite runs alone, so that the

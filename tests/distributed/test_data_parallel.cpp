@@ -39,8 +39,9 @@ TEST_CASE("DDP on an MLP: W ranks x batch B equal one process on batch W*B", "[d
     opt_ref.step();
     opt.zero_grad();
     tt::F::mse_loss(ddp.forward(shard(X[s], B)), shard(Y[s], B)).backward();
-    opt.step();
     INFO("step " << s);
+    REQUIRE(max_grad_rel_diff(*model, *reference) < 1e-5);  // as in the GPT case below
+    opt.step();
     REQUIRE(max_param_diff(*model, *reference) < 1e-6);
     REQUIRE(identical_on_every_rank(*model));
   }
@@ -68,9 +69,15 @@ TEST_CASE("DDP on a tiny GPT: W ranks x batch B equal one process on batch W*B",
     opt_ref.step();
     opt.zero_grad();
     loss_of(ddp.forward(shard(ids[s], B)), shard(targets[s], B)).backward();
-    opt.step();
     INFO("step " << s);
-    REQUIRE(max_param_diff(*model, *reference) < 1e-6);
+    // The averaged gradients equal the whole batch's up to float32 summation order: a few ulp of
+    // the model's largest gradient (W partial sums instead of one).
+    REQUIRE(max_grad_rel_diff(*model, *reference) < 1e-5);
+    opt.step();
+    // Adam divides each gradient by its own running size, so a gradient element near 0 whose last
+    // bits differ moves its parameter by up to ~lr * (its relative difference): the parameters are
+    // held to 1% of one step (lr 1e-3). Measured up to 1.0e-6 at step 3 (ASan's -O1 build).
+    REQUIRE(max_param_diff(*model, *reference) < 1e-5);
     REQUIRE(identical_on_every_rank(*model));
   }
 }
