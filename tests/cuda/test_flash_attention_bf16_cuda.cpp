@@ -20,6 +20,7 @@
 #include <random>
 #include <vector>
 
+#include "flash_masks.h"
 #include "test_util.h"
 #include "tinytorch/backend/backend.h"
 
@@ -57,32 +58,8 @@ double over_bound(const Tensor& got, const Tensor& ref, const Tensor& terms) {
   return ((g - r).abs() - bound).max().item<double>();
 }
 
-// The mask kinds of the flash suites: 0 none, 1 bool [Tq, Tk], 2 float [B, 1, Tq, Tk] with -inf,
-// 3 bool key padding [B, 1, 1, Tk], 4 bool [Tq, Tk] with whole rows false.
-Tensor make_mask(int kind, int64_t B, int64_t Tq, int64_t Tk) {
-  if (kind == 1) return rand({Tq, Tk}) > 0.2;
-  if (kind == 2) return masked_fill(randn({B, 1, Tq, Tk}), rand({B, 1, Tq, Tk}) > 0.8, -kInf).to(kBFloat16);
-  if (kind == 3) return rand({B, 1, 1, Tk}) > 0.1;
-  if (kind == 4) {  // about a quarter of the rows hidden entirely
-    std::mt19937 rng(uint32_t(Tq * 131 + Tk));
-    std::uniform_real_distribution<float> u(0.f, 1.f);
-    std::vector<float> allowed(size_t(Tq * Tk));
-    for (int64_t i = 0; i < Tq; ++i) {
-      const bool hidden = u(rng) < 0.25f;
-      for (int64_t j = 0; j < Tk; ++j) allowed[size_t(i * Tk + j)] = !hidden && u(rng) > 0.3f ? 1.f : 0.f;
-    }
-    return tensor(allowed, {Tq, Tk}) > 0.5;
-  }
-  return Tensor();
-}
-
-// The mask as the kernels' additive bias in `dtype` on `device`, expanded to [B, Hq, Tq, Tk].
-Tensor bias_of(const Tensor& mask, ScalarType dtype, const Device& device, const Shape& shape) {
-  if (!mask.defined()) return Tensor();
-  const Tensor zero = zeros({}, TensorOptions().dtype(dtype));
-  const Tensor b = mask.dtype() == kBool ? where(mask, zero, -kInf) : mask.to(dtype);
-  return expand(b.to(device), shape);
-}
+using flash_masks::bias_of;
+using flash_masks::make_mask;
 
 // [B, Hkv, T, X] -> [B, Hkv * G, T, X], each head repeated G times in place.
 Tensor repeat_heads(const Tensor& t, int64_t G) {
@@ -120,7 +97,7 @@ void check_direct(const Shape7& s, bool causal, int mask_kind, bool misalign = f
   const TensorOptions bf = TensorOptions().dtype(kBFloat16);
   const Tensor q = randn({s.B, Hq, s.Tq, s.D}).to(kBFloat16), k = randn({s.B, s.Hkv, s.Tk, s.D}).to(kBFloat16),
                v = randn({s.B, s.Hkv, s.Tk, s.Dv}).to(kBFloat16), up = randn({s.B, Hq, s.Tq, s.Dv}).to(kBFloat16);
-  const Tensor mask = make_mask(mask_kind, s.B, s.Tq, s.Tk);
+  const Tensor mask = make_mask(mask_kind, s.B, s.Tq, s.Tk, kBFloat16);
   const Shape scores{s.B, Hq, s.Tq, s.Tk};
   AttentionArgs args;
   args.scale = 1.0 / std::sqrt(double(s.D));
@@ -275,7 +252,7 @@ TEST_CASE("cuda bf16 scaled_dot_product_attention against float32 on the GPU and
     // bf16 values, also held in float32 (exactly)
     const Tensor q = randn({B, Hq, Tq, D}).to(kBFloat16), k = randn({B, Hkv, Tk, D}).to(kBFloat16),
                  v = randn({B, Hkv, Tk, D}).to(kBFloat16), up = randn({B, Hq, Tq, D}).to(kBFloat16);
-    const Tensor mask = make_mask(mask_kind, B, Tq, Tk);
+    const Tensor mask = make_mask(mask_kind, B, Tq, Tk, kBFloat16);
     const Tensor mask32 = mask.defined() && mask.dtype() != kBool ? mask.to(kFloat32) : mask;
     INFO("trial " << trial << ": q " << q.shape() << " k " << k.shape() << " causal " << causal << " mask "
                   << mask_kind);

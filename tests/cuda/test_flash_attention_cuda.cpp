@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "flash_masks.h"
 #include "test_util.h"
 #include "tinytorch/backend/backend.h"
 
@@ -19,7 +20,6 @@ using namespace tt;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const Device& gpu() {
   static const Device d(kCUDA, 0);
@@ -60,31 +60,8 @@ bool no_nan(const Tensor& t) {
   return eq(c, c).to(kInt64).sum().item<int64_t>() == c.numel();
 }
 
-// The mask kinds of the CPU suite: 0 none, 1 bool [Tq, Tk], 2 float [B, 1, Tq, Tk] with -inf,
-// 3 bool key padding [B, 1, 1, Tk], 4 bool [Tq, Tk] with whole rows false.
-Tensor make_mask(int kind, int64_t B, int64_t Tq, int64_t Tk) {
-  if (kind == 1) return rand({Tq, Tk}) > 0.2;
-  if (kind == 2) return masked_fill(randn({B, 1, Tq, Tk}), rand({B, 1, Tq, Tk}) > 0.8, -kInf);
-  if (kind == 3) return rand({B, 1, 1, Tk}) > 0.1;
-  if (kind == 4) {  // about a quarter of the rows hidden entirely
-    std::mt19937 rng(uint32_t(Tq * 131 + Tk));
-    std::uniform_real_distribution<float> u(0.f, 1.f);
-    std::vector<float> allowed(size_t(Tq * Tk));
-    for (int64_t i = 0; i < Tq; ++i) {
-      const bool hidden = u(rng) < 0.25f;
-      for (int64_t j = 0; j < Tk; ++j) allowed[size_t(i * Tk + j)] = !hidden && u(rng) > 0.3f ? 1.f : 0.f;
-    }
-    return tensor(allowed, {Tq, Tk}) > 0.5;
-  }
-  return Tensor();
-}
-
-// The mask as the kernels' additive bias, on `device`, expanded (stride 0) to [B, Hq, Tq, Tk].
-Tensor bias_of(const Tensor& mask, ScalarType dtype, const Device& device, const Shape& shape) {
-  if (!mask.defined()) return Tensor();
-  Tensor b = mask.dtype() == kBool ? where(mask, zeros({}, TensorOptions().dtype(dtype)), -kInf) : mask.to(dtype);
-  return expand(b.to(device), shape);
-}
+using flash_masks::bias_of;
+using flash_masks::make_mask;
 
 struct Shape5 {
   int64_t B, Hkv, G, Tq, Tk, D, Dv;
