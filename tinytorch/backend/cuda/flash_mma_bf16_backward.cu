@@ -51,18 +51,6 @@ struct BwdTile {
   static constexpr int smem_bytes = int(sizeof(uint16_t)) * (2 * kBwdBN * D + 4 * BM * D + kBwdBN * LDS);
 };
 
-// Rows [r0, r0 + R) of a [T, D] bf16 matrix into a swizzled shared tile, as the forward's.
-template <int R, int D, int NT>
-__device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* src, int64_t ld, int r0, int T) {
-  constexpr int kChunks = D / 8;
-  for (int idx = threadIdx.x; idx < R * kChunks; idx += NT) {
-    const int r = idx / kChunks, c = idx % kChunks;
-    const bool valid = r0 + r < T;
-    const uint16_t* s = valid ? src + int64_t(r0 + r) * ld + c * 8 : src;
-    cp_async_16(dst + swz<D>(r, c * 8), s, valid);
-  }
-}
-
 // out, dout [B, Hq, Tq, D] bf16 -> dvec [B, Hq, Tq] = rowsum(dout * out) in float32, and the rows
 // of dq_accum [B, Hq, Tq, D] zeroed. A warp per row.
 __global__ void flash_bwd_bf16_prep(Args a, float* dvec) {

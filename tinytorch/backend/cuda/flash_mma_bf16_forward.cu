@@ -44,22 +44,6 @@ constexpr int kFwdThreads = 256;  // 8 warps
 constexpr int kFwdBM = 128;       // query rows per block
 constexpr int kFwdBN = 64;        // keys per tile
 
-// Rows [r0, r0 + R) of a [T, D] bf16 matrix (row stride ld elements) into a swizzled shared tile
-// [R][D] with 16-byte cp.async, zeros past T. Not committed here.
-template <int R, int D, int NT>
-__device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* src, int64_t ld, int r0, int T) {
-  constexpr int kChunks = D / 8;
-  for (int idx = threadIdx.x; idx < R * kChunks; idx += NT) {
-    const int r = idx / kChunks, c = idx % kChunks;
-    const bool valid = r0 + r < T;
-    const uint16_t* s = valid ? src + int64_t(r0 + r) * ld + c * 8 : src;
-    cp_async_16(dst + swz<D>(r, c * 8), s, valid);
-  }
-}
-
-// max that skips NaN (as flash::max_skip_nan).
-__device__ __forceinline__ float fmax_skip_nan(float a, float b) { return b > a ? b : a; }
-
 // q, k, v: [B, H*, T*, D] bf16, chunk-aligned -> out [B, Hq, Tq, D] bf16, lse [B, Hq, Tq] float32.
 // Lane l = 4 g + t of warp w holds rows 16 w + g and + 8 of the tile: S columns 8 n + 2 t, + 1
 // of each 8-key block n, O columns 8 n + 2 t, + 1 of each 8-dim block n.
@@ -152,9 +136,9 @@ __global__ void __launch_bounds__(kFwdThreads) flash_fwd_bf16(Args a) {
     for (int r = 0; r < 2; ++r) {
       float mx = m[r];
 #pragma unroll
-      for (int n = 0; n < NS; ++n) mx = fmax_skip_nan(fmax_skip_nan(mx, s[n][2 * r]), s[n][2 * r + 1]);
-      mx = fmax_skip_nan(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmax_skip_nan(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      for (int n = 0; n < NS; ++n) mx = flash::max_skip_nan(flash::max_skip_nan(mx, s[n][2 * r]), s[n][2 * r + 1]);
+      mx = flash::max_skip_nan(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = flash::max_skip_nan(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       if (mx == flash::neg_inf<float>()) {  // nothing visible yet: P = 0 (a NaN score makes l NaN)
         bool nan = false;
 #pragma unroll

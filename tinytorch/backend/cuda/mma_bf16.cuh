@@ -1,7 +1,7 @@
 // PTX wrappers for the bfloat16 flash kernels (flash_mma_bf16_forward.cu, _backward.cu): the
 // m16n8k16 bf16 tensor-core product with float32 accumulation, ldmatrix (plain and transposed),
 // 16-byte cp.async with zero fill and its commit/wait, bf16x2 packing, and the XOR swizzle of a
-// shared tile with 32, 64 or 128 bf16 per row. sm_80 and newer.
+// shared tile with 32, 64 or 128 bf16 per row, and the tile load through it. sm_80 and newer.
 //
 // Note [m16n8k16 fragments]: for a warp, lane l = 4 g + t (g = l / 4 the "group", t = l % 4):
 //   A (16 x 16, row-major), 4 registers of 2 bf16 each: a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1],
@@ -112,6 +112,19 @@ __device__ __forceinline__ int swz(int row, int col) {
   static_assert(D == 32 || D == 64 || D == 128, "swizzle: rows of 32, 64 or 128 bf16");
   const int key = D == 32 ? (row >> 1) & 3 : row & 7;
   return row * D + (((col >> 3) ^ key) << 3) + (col & 7);
+}
+
+// Rows [r0, r0 + R) of a [T, D] bf16 matrix (row stride ld elements) into a swizzled shared tile
+// [R][D] with 16-byte cp.async by NT threads, zeros past T. Not committed here.
+template <int R, int D, int NT>
+__device__ __forceinline__ void load_tile(uint16_t* dst, const uint16_t* src, int64_t ld, int r0, int T) {
+  constexpr int kChunks = D / 8;
+  for (int idx = threadIdx.x; idx < R * kChunks; idx += NT) {
+    const int r = idx / kChunks, c = idx % kChunks;
+    const bool valid = r0 + r < T;
+    const uint16_t* s = valid ? src + int64_t(r0 + r) * ld + c * 8 : src;
+    cp_async_16(dst + swz<D>(r, c * 8), s, valid);
+  }
 }
 
 }  // namespace tt::cuda::mma_bf16
