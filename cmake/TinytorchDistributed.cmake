@@ -3,7 +3,7 @@
 #   MPI   OpenMPI (Debian: openmpi-bin, libopenmpi-dev) through FindMPI, C bindings only
 #         (MPI_CXX_SKIP_MPICXX: the deprecated C++ bindings are not wanted). Target tinytorch::mpi,
 #         TINYTORCH_HAS_MPI. AUTO builds it when found; ON requires it.
-#   NCCL  in the CUDA prefix (nccl.h, libnccl.so), when the CUDA backend is on. No CMake package
+#   NCCL  in the CUDA prefix (nccl.h, libnccl.so), when the CUDA backend is on; opened at run time. No CMake package
 #         ships with it, so find_path/find_library and an interface target tinytorch::nccl,
 #         TINYTORCH_HAS_NCCL.
 # Both targets are installed and exported with tinytorch (a static library passes its link
@@ -46,7 +46,9 @@ if(NOT TINYTORCH_DISTRIBUTED STREQUAL "OFF")
       set(TINYTORCH_HAS_NCCL ON)
       add_library(tinytorch_nccl INTERFACE)
       add_library(tinytorch::nccl ALIAS tinytorch_nccl)
-      target_link_libraries(tinytorch_nccl INTERFACE "${TINYTORCH_NCCL_LIBRARY}")
+      # No link: libnccl is opened with dlopen when a process group first needs it (Note [CUDA
+      # libraries on first use]); the folder it was found in is where tinytorch looks first.
+      get_filename_component(TINYTORCH_NCCL_LIBRARY_DIR "${TINYTORCH_NCCL_LIBRARY}" DIRECTORY)
       target_include_directories(tinytorch_nccl INTERFACE $<BUILD_INTERFACE:${TINYTORCH_NCCL_INCLUDE_DIR}>)
       set_target_properties(tinytorch_nccl PROPERTIES EXPORT_NAME nccl)
       list(APPEND TINYTORCH_DISTRIBUTED_TARGETS tinytorch_nccl)

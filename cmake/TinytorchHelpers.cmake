@@ -17,6 +17,27 @@ function(tt_target_defaults target)
   endif()
 endfunction()
 
+# tt_nvidia_gpu_present(OUT): OUT is ON when this machine has an NVIDIA GPU that its driver sees:
+# the driver's /proc/driver/nvidia/gpus lists one, WSL2's /dev/dxg exists, or `nvidia-smi -L`
+# names one. TINYTORCH_CUDA=AUTO builds the CUDA backend only then.
+function(tt_nvidia_gpu_present out)
+  set(found OFF)
+  file(GLOB gpus "/proc/driver/nvidia/gpus/*")
+  if(gpus OR EXISTS "/dev/dxg")
+    set(found ON)
+  else()
+    find_program(TINYTORCH_NVIDIA_SMI nvidia-smi)
+    if(TINYTORCH_NVIDIA_SMI)
+      execute_process(COMMAND "${TINYTORCH_NVIDIA_SMI}" -L OUTPUT_VARIABLE listed RESULT_VARIABLE rc
+                      ERROR_QUIET TIMEOUT 20)
+      if(rc EQUAL 0 AND listed MATCHES "GPU [0-9]")
+        set(found ON)
+      endif()
+    endif()
+  endif()
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+
 # tt_add_test(NAME name SOURCES a.cpp ... [LABELS l ...]): a Catch2 executable whose test cases
 # CTest discovers one by one. Exit code 77 means "skipped" (CUDA tests without a GPU).
 function(tt_add_test)

@@ -240,9 +240,13 @@ int train(const Args& args) {
   std::shared_ptr<tt::nn::GPT> gpt = make_model(args, task, device);
   tt::nn::DistributedDataParallel<tt::nn::GPT> ddp(gpt);  // a plain wrapper without a group
   const std::string device_label = examples::device_label(device);
-  say("model: %s, vocabulary %lld: %lld parameters, precision %s, on %s\n", args.model.describe(T).c_str(),
+  // On the CPU, the threads too: the cores a quiet machine has, fewer on a busy one (Note [threading policy]).
+  const int threads = tt::get_num_threads();
+  const std::string threads_label =
+      device.is_cpu() ? " (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)") : "";
+  say("model: %s, vocabulary %lld: %lld parameters, precision %s, on %s%s\n", args.model.describe(T).c_str(),
       (long long)V, (long long)examples::count_parameters(*gpt), args.precision.value.c_str(),
-      device_label.c_str());
+      device_label.c_str(), threads_label.c_str());
   tt::optim::AdamW optimizer(ddp.parameters(), tt::optim::AdamWOptions(args.lr).weight_decay(1e-2));
   auto schedule = examples::warmup_cosine(optimizer, args.steps, std::max<int64_t>(1, args.steps / 20), args.lr / 20);
 

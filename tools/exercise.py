@@ -418,8 +418,10 @@ def read_junit(path):
 
 
 def suite_module(case_name):
-    """`test_05_layers:Linear ...` -> 05, or None for a case outside the module suites."""
-    m = re.match(r"test_(\d\d)_\w+:", case_name)
+    """`test_05_layers:Linear ...` -> 05, and a suite CTest runs whole (module 16's MPI suite:
+    `test_16_distributed_alone`, `test_16_distributed_np2`) -> 16; None for a test outside the
+    module suites (`test_core:...`, `readme_05`)."""
+    m = re.match(r"test_(\d\d)_\w+?(?::|_alone$|_np\d+$)", case_name)
     return m.group(1) if m else None
 
 

@@ -211,3 +211,21 @@ TEST_CASE("print: more than 1000 elements are summarized with ...", "[core][prin
         "         [1078, 1079, 1080,  ..., 1086, 1087, 1088],\n"
         "         [1089, 1090, 1091,  ..., 1097, 1098, 1099]]])");
 }
+
+TEST_CASE("print: int64 values print exactly, past 2^53 and at the limits", "[core][print]") {
+  // Through a double, 2^53 + 1 printed as 2^53, and INT64_MAX (rounded up to 2^63) as INT64_MIN.
+  const int64_t big = (int64_t(1) << 53) + 1;
+  const int64_t max = std::numeric_limits<int64_t>::max(), min = std::numeric_limits<int64_t>::min();
+  CHECK(to_string(tensor(std::vector<int64_t>{big})) == "tensor([9007199254740993])");
+  CHECK(to_string(tensor(std::vector<int64_t>{max, min})) ==
+        "tensor([ 9223372036854775807, -9223372036854775808])");
+  Tensor scalar = zeros({}, kInt64);
+  scalar.fill_(max);
+  CHECK(to_string(scalar) == "tensor(9223372036854775807)");
+  // Summarized rows read their edges exactly too.
+  std::vector<int64_t> many(2000, max);
+  many[0] = big;
+  const std::string s = to_string(tensor(many));
+  CHECK_THAT(s, Catch::StartsWith("tensor([   9007199254740993, 9223372036854775807, 9223372036854775807,"));
+  CHECK(s.find("9223372036854775808") == std::string::npos);
+}

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -175,27 +176,73 @@ TEST_CASE("relaunch_with_runtime_env does nothing without argv or when told not 
   SUCCEED("still running");
 }
 
-TEST_CASE("threads_for_load leaves the cores the load takes", "[core][threads]") {
-  using detail::threads_for_load;
-  CHECK(threads_for_load(2, 0.0) == 0);   // idle: keep OpenMP's default
-  CHECK(threads_for_load(2, 0.99) == 0);  // no whole core taken
-  CHECK(threads_for_load(2, 1.0) == 1);
-  CHECK(threads_for_load(2, 3.7) == 1);   // never fewer than one
-  CHECK(threads_for_load(16, 4.3) == 12);
-  CHECK(threads_for_load(16, 16.0) == 1);
-  CHECK(threads_for_load(0, 5.0) == 0);   // no cores reported: keep the default
+TEST_CASE("threads_for_busy leaves the cores other programs take", "[core][threads]") {
+  using detail::threads_for_busy;
+  CHECK(threads_for_busy(2, 0) == 0);    // idle: keep OpenMP's default
+  CHECK(threads_for_busy(2, -1) == 0);   // unknown: keep the default
+  CHECK(threads_for_busy(2, 1) == 1);
+  CHECK(threads_for_busy(2, 5) == 1);    // never fewer than one
+  CHECK(threads_for_busy(16, 4) == 12);
+  CHECK(threads_for_busy(16, 16) == 1);
+  CHECK(threads_for_busy(0, 5) == 0);    // no cores reported: keep the default
+}
+
+namespace {
+
+// A fake /proc: loadavg with `running` runnable tasks, and this process's threads in `states`.
+struct FakeProc {
+  testing::TempDir dir;
+  FakeProc(const std::string& loadavg, const std::string& states) {
+    std::ofstream(dir.file("loadavg")) << loadavg << "\n";
+    std::filesystem::create_directories(dir.path() / "self" / "task");
+    for (size_t i = 0; i < states.size(); ++i) {
+      const std::filesystem::path task = dir.path() / "self" / "task" / std::to_string(100 + i);
+      std::filesystem::create_directories(task);
+      // A thread name with a space and a ')' in it, as the kernel allows: the state follows the last ')'.
+      std::ofstream(task / "stat") << 100 + i << " (train (x) 1) " << states[i] << " 1 100 100 0 -1\n";
+    }
+  }
+  std::string root() const { return dir.path().string(); }
+};
+
+}  // namespace
+
+TEST_CASE("runnable_elsewhere counts what runs now, not the load average", "[core][threads]") {
+  using detail::runnable_elsewhere;
+  using detail::threads_for_busy;
+  // Right after a build on both cores: the 1-minute load average still says 2.1, but only this
+  // process (its main thread) runs. Every core is used.
+  FakeProc after_build("2.10 0.90 0.40 1/312 4567", "RS");
+  CHECK(runnable_elsewhere(after_build.root(), 3, 0) == 0);
+  CHECK(threads_for_busy(2, runnable_elsewhere(after_build.root(), 3, 0)) == 0);  // OpenMP's default: all
+  // Really busy: two other programs' loops running beside this process's one running thread, on a
+  // machine whose load average had not caught up yet. One thread.
+  FakeProc busy("0.40 0.20 0.10 3/300 999", "RSS");
+  CHECK(runnable_elsewhere(busy.root(), 3, 0) == 2);
+  CHECK(threads_for_busy(2, runnable_elsewhere(busy.root(), 3, 0)) == 1);
+  CHECK(threads_for_busy(16, runnable_elsewhere(busy.root(), 3, 0)) == 14);
+  // Our own running threads are not someone else's: 3 runnable, all of them ours.
+  FakeProc own("1.00 1.00 1.00 3/200 50", "RRR");
+  CHECK(runnable_elsewhere(own.root(), 1, 0) == 0);
+  // Unreadable or malformed: unknown (-1), and the default is kept.
+  testing::TempDir empty;
+  CHECK(runnable_elsewhere(empty.path().string(), 1, 0) == -1);
+  FakeProc garbled("not a loadavg", "R");
+  CHECK(runnable_elsewhere(garbled.root(), 1, 0) == -1);
+  // The real /proc answers something sensible: at least 0 (this test's own thread does not count).
+  CHECK(runnable_elsewhere() >= 0);
 }
 
 TEST_CASE("busy_machine_advice warns only when the machine is busy and nobody chose", "[core][threads]") {
   using detail::busy_machine_advice;
-  const std::string advice = busy_machine_advice(nullptr, nullptr, 3.46, 2, 2);
-  CHECK_THAT(advice, Contains("load average 3.5 on 2 cores") && Contains("OMP_WAIT_POLICY=passive") &&
+  const std::string advice = busy_machine_advice(nullptr, nullptr, 3, 2, 2);
+  CHECK_THAT(advice, Contains("3 tasks of other programs want its 2 cores") && Contains("OMP_WAIT_POLICY=passive") &&
                          Contains("relaunch_with_runtime_env"));
-  CHECK(busy_machine_advice(nullptr, nullptr, 2.0, 2, 2) != "");   // load == cores is busy
-  CHECK(busy_machine_advice(nullptr, nullptr, 1.9, 2, 2) == "");   // an idle core left
-  CHECK(busy_machine_advice("active", nullptr, 8.0, 2, 2) == "");  // the user chose
-  CHECK(busy_machine_advice(nullptr, "1000", 8.0, 2, 2) == "");    // the user chose
-  CHECK(busy_machine_advice(nullptr, nullptr, 8.0, 2, 1) == "");   // one thread: nothing spins
+  CHECK(busy_machine_advice(nullptr, nullptr, 2, 2, 2) != "");   // every core taken is busy
+  CHECK(busy_machine_advice(nullptr, nullptr, 1, 2, 2) == "");   // an idle core left
+  CHECK(busy_machine_advice("active", nullptr, 8, 2, 2) == "");  // the user chose
+  CHECK(busy_machine_advice(nullptr, "1000", 8, 2, 2) == "");    // the user chose
+  CHECK(busy_machine_advice(nullptr, nullptr, 8, 2, 1) == "");   // one thread: nothing spins
 }
 
 // The relaunch, end to end: this test binary is started again with OMP_WAIT_POLICY unset and asked

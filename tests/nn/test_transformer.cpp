@@ -3,6 +3,7 @@
 // (greedy, top-k, seeds, sliding window, mode restore), gradients, a tiny overfit, and errors.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -521,6 +522,22 @@ TEST_CASE("A tied GPT round-trips through its state dict", "[nn][transformer]") 
 }
 
 // --- errors ----------------------------------------------------------------------------------
+
+TEST_CASE("GPT::generate refuses non-finite logits, greedy as well as sampled", "[nn][transformer]") {
+  // A diverged model: argmax over a row of NaN would answer token 0 as if it meant it.
+  manual_seed(7);
+  nn::GPT gpt(tiny());
+  {
+    NoGradGuard no_grad;
+    for (Tensor w : gpt.parameters()) w.fill_(std::numeric_limits<double>::quiet_NaN());
+  }
+  const Tensor p = tensor({{1, 2}, {3, 4}});
+  REQUIRE_THROWS_WITH(gpt.generate(p, 2, nn::GenerateOptions().greedy(true)),
+                      "nn::GPT::generate: the logits are not finite (nan for token 0 in row 0); the model has diverged");
+  REQUIRE_THROWS_WITH(gpt.generate(p, 2), Catch::Contains("the logits are not finite (nan for token 0 in row 0)"));
+  REQUIRE_THROWS_WITH(gpt.generate(p, 2, nn::GenerateOptions().top_k(3)), Catch::Contains("not finite"));
+}
+
 
 TEST_CASE("GPT and TransformerBlock reject bad input with clear errors", "[nn][transformer]") {
   manual_seed(1418);

@@ -258,6 +258,25 @@ TEST_CASE("where selects with broadcasting and promotion", "[ops][elementwise]")
   REQUIRE_THROWS_AS(where(tensor({true, false}), a, b), ShapeError);
 }
 
+TEST_CASE("where's scalar operand is cast like PyTorch's, not checked like a fill", "[ops][elementwise]") {
+  // torch.where(cond, float32_tensor, 1e300) -> tensor([1., inf]): the scalar is an operand, cast
+  // to the result's dtype; full's overflow check is for values a caller asked to store.
+  Tensor cond = tensor({true, false});
+  const Tensor a = tensor({1.0, 2.0});
+  Tensor w = where(cond, a, 1e300);
+  CHECK(w.dtype() == kFloat32);
+  CHECK(w.to_vector<float>()[0] == 1.0f);
+  CHECK(std::isinf(w.to_vector<float>()[1]));
+  Tensor v = where(cond, -1e300, a);
+  CHECK(v.to_vector<float>()[0] == -std::numeric_limits<float>::infinity());
+  CHECK(v.to_vector<float>()[1] == 2.0f);
+  // An int64 tensor with a large integer scalar keeps every bit.
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  CHECK(where(cond, tensor({1, 2}), max).to_vector<int64_t>() == std::vector<int64_t>{1, max});
+  // A float64 result keeps the value itself.
+  CHECK(where(cond, tensor({1.0, 2.0}, kFloat64), 1e300).to_vector<double>()[1] == 1e300);
+}
+
 TEST_CASE("in-place binary ops write into self with broadcasting", "[ops][elementwise]") {
   Tensor base = arange(6.).view({2, 3});
   Tensor t = base.t();  // [3, 2], non-contiguous

@@ -213,4 +213,6 @@ TEST_CASE("select and narrow", "[ops][view]") {
   REQUIRE_THROWS_WITH(m.narrow(1, 3, 2), Catch::Contains("narrow") && Catch::Contains("start (3)") &&
                                              Catch::Contains("length (2)") && Catch::Contains("(4)"));
   REQUIRE_THROWS_AS(m.narrow(0, 0, -1), IndexError);
+  // A negative length is named as such, not as a sum that "exceeds" the size.
+  REQUIRE_THROWS_WITH(arange(10).narrow(0, 2, -1), "narrow: length must be non-negative, got -1");
 }

@@ -288,6 +288,19 @@ class Summary(FixtureTest):
         self.assertRegex(row06, r"Losses +about 30 min +not yet +failed 1 of 2 +- +no copy yet +milestone: a loss")
         self.assertEqual(lines[-1], "next: tools/tt exercise 05")
 
+    def test_record_counts_suites_run_whole(self):
+        # Module 16's suite runs as whole executables (tt_add_mpi_test): _alone and _npN count for it.
+        status_dir = os.path.join(self.tmp.name, "build", "tt-status")
+        write(status_dir, "last-test.xml", junit([("test_16_distributed_alone", "run", ""),
+                                                  ("test_16_distributed_np2", "run", ""),
+                                                  ("test_16_distributed_np3", "fail", "rank 1: x"),
+                                                  ("readme_16", "fail", ""), ("test_distributed_np2", "fail", "")]))
+        self.assertEqual(self.run_main("record", os.path.join(status_dir, "last-test.xml"), status_dir)[0], 0)
+        with open(os.path.join(status_dir, "suite-16.json")) as f:
+            state = json.load(f)
+        self.assertEqual((state["state"], state["total"], state["failed"]), ("failed", 3, 1))
+        self.assertEqual(sorted(os.listdir(status_dir)), ["last-test.xml", "suite-16.json"])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=1)

@@ -22,17 +22,39 @@ constexpr int64_t kThreshold = 1000;
 constexpr int64_t kEdgeItems = 3;
 constexpr int kLineWidth = 80;
 
+// One element as printed: its value as a double (floats, bools), and exactly for int64, whose values
+// past 2^53 a double would round (and INT64_MAX, rounded up to 2^63, would wrap to INT64_MIN).
+struct Value {
+  double d = 0;
+  int64_t i = 0;
+};
+
+// The values of a 1-d tensor, or of a 0-d one.
+std::vector<Value> values_of(const Tensor& row) {
+  std::vector<Value> out;
+  if (row.dtype() == kInt64) {
+    for (int64_t v : row.to_vector<int64_t>()) out.push_back({double(v), v});
+  } else {
+    for (double v : row.to_vector<double>()) out.push_back({v, 0});
+  }
+  return out;
+}
+Value item_of(const Tensor& t) {
+  return t.dtype() == kInt64 ? Value{t.item<double>(), t.item<int64_t>()} : Value{t.item<double>(), 0};
+}
+
 struct Formatter {
   ScalarType dtype;
   bool int_mode = true;  // floats that are all integral print as "3."
   bool sci_mode = false;
   int width = 1;
 
-  std::string format(double v) const {
+  std::string format(const Value& value) const {
     char buf[64];
+    const double v = value.d;
     if (dtype == kBool) return v != 0 ? "True" : "False";
     if (dtype == kInt64) {
-      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
+      std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value.i));
       return buf;
     }
     if (std::isnan(v)) return "nan";
@@ -46,7 +68,7 @@ struct Formatter {
     }
     return buf;
   }
-  std::string padded(double v) const {
+  std::string padded(const Value& v) const {
     std::string s = format(v);
     return std::string(size_t(std::max<int>(0, width - int(s.size()))), ' ') + s;
   }
@@ -55,23 +77,23 @@ struct Formatter {
 // The values a printout shows (all, or the summarized edges), in row-major order.
 // The values a 1-d row shows: all of them, or only the first and last kEdgeItems when it is
 // cut (read through slices, so printing a huge tensor never copies all of it).
-std::vector<double> shown_values(const Tensor& row, bool cut) {
-  if (!cut) return row.to_vector<double>();
+std::vector<Value> shown_values(const Tensor& row, bool cut) {
+  if (!cut) return values_of(row);
   int64_t n = row.size(0);
-  std::vector<double> v = row.slice(0, 0, kEdgeItems).to_vector<double>();
-  std::vector<double> tail = row.slice(0, n - kEdgeItems, n).to_vector<double>();
+  std::vector<Value> v = values_of(row.slice(0, 0, kEdgeItems));
+  std::vector<Value> tail = values_of(row.slice(0, n - kEdgeItems, n));
   v.insert(v.end(), tail.begin(), tail.end());
   return v;
 }
 
-void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
+void collect(const Tensor& t, bool summarize, std::vector<Value>& out) {
   if (t.dim() == 0) {
-    out.push_back(t.item<double>());
+    out.push_back(item_of(t));
     return;
   }
   int64_t n = t.size(0);
   if (t.dim() == 1) {
-    std::vector<double> vals = shown_values(t, summarize && n > 2 * kEdgeItems);
+    std::vector<Value> vals = shown_values(t, summarize && n > 2 * kEdgeItems);
     out.insert(out.end(), vals.begin(), vals.end());
     return;
   }
@@ -83,12 +105,12 @@ void collect(const Tensor& t, bool summarize, std::vector<double>& out) {
 
 Formatter make_formatter(const Tensor& t, bool summarize) {
   Formatter f{t.dtype()};
-  std::vector<double> vals;
+  std::vector<Value> vals;
   if (t.numel() > 0) collect(t, summarize, vals);
   if (t.is_floating_point()) {
     std::vector<double> finite;
-    for (double v : vals)
-      if (std::isfinite(v)) finite.push_back(v);
+    for (const Value& v : vals)
+      if (std::isfinite(v.d)) finite.push_back(v.d);
     for (double v : finite)
       if (std::ceil(v) != v) f.int_mode = false;
     double mx = 0, mn = INFINITY;
@@ -107,15 +129,15 @@ Formatter make_formatter(const Tensor& t, bool summarize) {
   }
   // As PyTorch: a float's width comes from its nonzero finite values only, so "nan", "inf"
   // and "0." never widen the other entries.
-  for (double v : vals)
-    if (!t.is_floating_point() || (std::isfinite(v) && v != 0))
+  for (const Value& v : vals)
+    if (!t.is_floating_point() || (std::isfinite(v.d) && v.d != 0))
       f.width = std::max<int>(f.width, int(f.format(v).size()));
   return f;
 }
 
 void print_rec(std::ostream& os, const Tensor& t, const Formatter& f, bool summarize, int indent) {
   if (t.dim() == 0) {
-    os << f.format(t.item<double>());
+    os << f.format(item_of(t));
     return;
   }
   int64_t n = t.size(0);
@@ -123,7 +145,7 @@ void print_rec(std::ostream& os, const Tensor& t, const Formatter& f, bool summa
   if (t.dim() == 1) {
     // The entries (with " ..." standing in for the elided middle, counted as one entry), then
     // as many per line as fit in 80 columns, joined by ", ".
-    std::vector<double> vals = shown_values(t, cut);
+    std::vector<Value> vals = shown_values(t, cut);
     std::vector<std::string> items;
     for (size_t i = 0; i < vals.size(); ++i) {
       if (cut && i == size_t(kEdgeItems)) items.push_back(" ...");

@@ -141,20 +141,19 @@ void relaunch_with_runtime_env(char** argv, RuntimePolicy policy) {
   // start more threads than it has cores of its own).
   const char* local_size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int ranks_here = local_size ? std::atoi(local_size) : 0;
-  double load[1] = {0.0};
   if (policy == RuntimePolicy::SharedMachine && std::getenv("OMP_NUM_THREADS") == nullptr && ranks_here > 1) {
     const int procs = omp_get_num_procs(), online = int(sysconf(_SC_NPROCESSORS_ONLN));
     const int threads = procs * ranks_here > online ? std::max(1, online / ranks_here) : procs;
     changed = setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1) == 0 || changed;
-  } else if (policy == RuntimePolicy::SharedMachine && std::getenv("OMP_NUM_THREADS") == nullptr &&
-             getloadavg(load, 1) == 1) {
-    const int cores = omp_get_num_procs();
-    const int threads = detail::threads_for_load(cores, load[0]);
+  } else if (policy == RuntimePolicy::SharedMachine && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    // What runs now, not the load average, which still counts a build that ended a minute ago.
+    const int cores = omp_get_num_procs(), busy = detail::runnable_elsewhere();
+    const int threads = detail::threads_for_busy(cores, busy);
     if (threads > 0 && threads < cores && setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1) == 0) {
       std::fprintf(stderr,
-                   "tinytorch: this machine is busy (load average %.1f on %d cores): running on %d thread%s "
-                   "(OMP_NUM_THREADS chooses)\n",
-                   load[0], cores, threads, threads == 1 ? "" : "s");
+                   "tinytorch: this machine is busy (%d task%s of other programs running on %d cores): running on "
+                   "%d thread%s (OMP_NUM_THREADS chooses)\n",
+                   busy, busy == 1 ? "" : "s", cores, threads, threads == 1 ? "" : "s");
       changed = true;
     }
   }

@@ -10,7 +10,7 @@ namespace tt {
 // What tt::relaunch_with_runtime_env (core/runtime_info.h) sets where the environment says nothing.
 enum class RuntimePolicy {
   // OMP_WAIT_POLICY=passive (idle threads sleep at once), and on a busy machine only the cores the
-  // load leaves idle (OMP_NUM_THREADS): the examples and walkthroughs.
+  // other programs leave idle (OMP_NUM_THREADS): the examples and walkthroughs.
   SharedMachine,
   // OpenMP's own defaults, as PyTorch runs: idle threads spin for a while, every core: the benchmarks.
   OpenMPDefault,
@@ -21,19 +21,26 @@ namespace detail {
 // True when the environment already chose how OpenMP waits (OMP_WAIT_POLICY or GOMP_SPINCOUNT).
 bool wait_policy_chosen();
 
-// The thread count for a machine whose 1-minute load average is `load_1min` when this process may
-// use `cores` cores: the cores the load leaves idle, at least 1; 0 when no core is taken (the
-// load is under 1), meaning "keep OpenMP's default".
-int threads_for_load(int cores, double load_1min);
+// How busy the machine is now, as tasks (threads) of other programs that want a core: the median of
+// `samples` readings, `interval_us` apart, of the runnable tasks in <proc>/loadavg (its fourth field,
+// "running/total"), each less this process's own running threads (<proc>/self/task/*/stat in state
+// R). Not the load average, which still counts a build that ended a minute ago (Note [threading
+// policy], "A busy machine"). -1 when <proc>/loadavg cannot be read. `proc` is "/proc" but for tests.
+int runnable_elsewhere(const std::string& proc = "/proc", int samples = 5, int interval_us = 2000);
+
+// The thread count for a machine where `busy` tasks of other programs want a core, when this
+// process may use `cores` cores: the cores they leave idle, at least 1; 0 when none is taken (or
+// `busy` is unknown, -1), meaning "keep OpenMP's default".
+int threads_for_busy(int cores, int busy);
 
 // The warning for a busy machine, or "" when there is nothing to say: nobody chose a wait policy
 // (`omp_wait_policy` and `gomp_spincount` are the variables' values, nullptr when unset), the ops
-// run on more than one thread, and the 1-minute load average is at least the cores this process
-// may use. Pure, so tests can call it with any numbers.
-std::string busy_machine_advice(const char* omp_wait_policy, const char* gomp_spincount, double load_1min,
-                                int cores, int threads);
+// run on more than one thread, and other programs' runnable tasks (`busy`, as runnable_elsewhere)
+// take every core this process may use. Pure, so tests can call it with any numbers.
+std::string busy_machine_advice(const char* omp_wait_policy, const char* gomp_spincount, int busy, int cores,
+                                int threads);
 
-// busy_machine_advice for this process, now (getloadavg, the cores OpenMP sees).
+// busy_machine_advice for this process, now (runnable_elsewhere, the cores OpenMP sees).
 std::string busy_machine_advice_here(int threads);
 
 }  // namespace detail

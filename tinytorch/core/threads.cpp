@@ -64,10 +64,13 @@
 // (examples/train_gpt_task, defaults) beside two busy loops: 82-136 s on 2 passive threads, over
 // 150 s on 2 spinning ones, 10.3-10.7 s on 1 thread; 4.5 s alone on the idle machine. Walkthrough
 // 14's training step (--step 7) the same way: 57-66 s passive, over 150 s spinning, 6.1 s on 1
-// thread. So on a busy machine fewer threads are faster: the cores the 1-minute load average
-// leaves idle, at least one (detail::threads_for_load, core/runtime_policy.h), as OMP_DYNAMIC
-// does with its 15-minute average. The load average lags a change by up to a minute, and a
-// program keeps what it chose at its start; OMP_NUM_THREADS, or tt::set_num_threads, overrides it.
+// thread. So on a busy machine fewer threads are faster: the cores other programs leave idle, at
+// least one (detail::threads_for_busy, core/runtime_policy.h). Busy means what runs now: the
+// runnable tasks of /proc/loadavg less this process's own, the median of a few samples 2 ms apart
+// (detail::runnable_elsewhere). Not the 1-minute load average (as OMP_DYNAMIC uses its 15-minute
+// one): it decays over minutes, so right after `tools/tt demo` had built the example on both cores
+// it still read 2.1, and the demo trained on 1 thread of an idle 2-core machine. A program keeps
+// what it chose at its start; OMP_NUM_THREADS, or tt::set_num_threads, overrides it.
 //
 // Who gets what. relaunch_with_runtime_env(argv) (core/runtime_info.h), which the examples and
 // the walkthroughs call first, sets both where the environment says nothing

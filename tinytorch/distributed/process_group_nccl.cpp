@@ -23,6 +23,7 @@
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/stream.h"
 #include "tinytorch/core/error.h"
+#include "tinytorch/distributed/nccl_library.h"
 
 // Note [NCCL streams]
 // Our CUDA backend queues every kernel, cuBLAS call and copy of a device on that device's compute
@@ -68,8 +69,8 @@ namespace {
 void nccl_check(ncclResult_t r, const char* call, ncclComm_t comm) {
   if (r == ncclSuccess || r == ncclInProgress) return;
   std::ostringstream os;
-  os << "ProcessGroupNCCL: " << call << " failed: " << ncclGetErrorString(r);
-  const char* detail = comm != nullptr ? ncclGetLastError(comm) : nullptr;
+  os << "ProcessGroupNCCL: " << call << " failed: " << nccl().ncclGetErrorString(r);
+  const char* detail = comm != nullptr ? nccl().ncclGetLastError(comm) : nullptr;
   if (detail != nullptr && detail[0] != '\0') os << " (" << detail << ")";
   TT_CHECK(false, os.str());
 }
@@ -148,7 +149,7 @@ struct ProcessGroupNCCL::State {
 
   ~State() {  // never throws: a failing call here has nobody to tell
     if (stream != nullptr) (void)cudaStreamSynchronize(stream);
-    if (comm != nullptr) (void)ncclCommDestroy(comm);
+    if (comm != nullptr) (void)nccl().ncclCommDestroy(comm);
     if (stream != nullptr) (void)cudaStreamDestroy(stream);
     if (check_host != nullptr) (void)cudaFreeHost(check_host);
     if (check_device != nullptr) (void)cudaFree(check_device);
@@ -158,7 +159,7 @@ struct ProcessGroupNCCL::State {
   void check_async_error() const {
     TT_CHECK(comm != nullptr, "ProcessGroupNCCL: the communicator was aborted");
     ncclResult_t r = ncclSuccess;
-    TT_NCCL_CHECK(ncclCommGetAsyncError(comm, &r), comm);
+    TT_NCCL_CHECK(nccl().ncclCommGetAsyncError(comm, &r), comm);
     TT_NCCL_CHECK(r, comm);
   }
 };
@@ -242,7 +243,7 @@ std::string reject(const char* what, const char* role, const Tensor& t, int devi
 NcclUniqueId ProcessGroupNCCL::new_unique_id() {
   static_assert(sizeof(ncclUniqueId) == kNcclUniqueIdBytes, "NCCL_UNIQUE_ID_BYTES changed");
   ncclUniqueId id;
-  TT_NCCL_CHECK(ncclGetUniqueId(&id), nullptr);
+  TT_NCCL_CHECK(nccl().ncclGetUniqueId(&id), nullptr);
   NcclUniqueId bytes{};
   std::memcpy(bytes.data(), &id, sizeof id);
   return bytes;
@@ -267,7 +268,7 @@ ProcessGroupNCCL::ProcessGroupNCCL(int rank, int size, int device, const NcclUni
   TT_CUDA_CHECK(cudaMalloc(&s.check_device, 2 * kFields * sizeof(int64_t)));
   ncclUniqueId nid;
   std::memcpy(&nid, id.data(), sizeof nid);
-  TT_NCCL_CHECK(ncclCommInitRank(&s.comm, size, nid, rank), nullptr);
+  TT_NCCL_CHECK(nccl().ncclCommInitRank(&s.comm, size, nid, rank), nullptr);
 }
 
 ProcessGroupNCCL::~ProcessGroupNCCL() = default;  // State's destructor ends the communicator
@@ -286,7 +287,7 @@ void check_across_ranks(ProcessGroupNCCL::State& s, const char* what, const std:
   }
   const size_t bytes = 2 * kFields * sizeof(int64_t);
   TT_CUDA_CHECK(cudaMemcpyAsync(s.check_device, s.check_host, bytes, cudaMemcpyHostToDevice, s.stream));
-  TT_NCCL_CHECK(ncclAllReduce(s.check_device, s.check_device, 2 * kFields, ncclInt64, ncclMax, s.comm, s.stream),
+  TT_NCCL_CHECK(nccl().ncclAllReduce(s.check_device, s.check_device, 2 * kFields, ncclInt64, ncclMax, s.comm, s.stream),
                 s.comm);
   TT_CUDA_CHECK(cudaMemcpyAsync(s.check_host, s.check_device, bytes, cudaMemcpyDeviceToHost, s.stream));
   TT_CUDA_CHECK(cudaStreamSynchronize(s.stream));
@@ -395,7 +396,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::allreduce_on_device(const Tensor& tensor
   return enqueue(state_, {tensor}, [&] {
     void* p = tensor.raw_data_ptr();
     TT_NCCL_CHECK(
-        ncclAllReduce(p, p, size_t(tensor.numel()), nccl_dtype(tensor.dtype()), nccl_op(op), s.comm, s.stream),
+        nccl().ncclAllReduce(p, p, size_t(tensor.numel()), nccl_dtype(tensor.dtype()), nccl_op(op), s.comm, s.stream),
         s.comm);
   });
 }
@@ -417,7 +418,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::broadcast(const Tensor& tensor, int root
   State& s = *state_;
   return enqueue(state_, {tensor}, [&] {
     void* p = tensor.raw_data_ptr();
-    TT_NCCL_CHECK(ncclBroadcast(p, p, size_t(tensor.numel()), nccl_dtype(tensor.dtype()), root, s.comm, s.stream),
+    TT_NCCL_CHECK(nccl().ncclBroadcast(p, p, size_t(tensor.numel()), nccl_dtype(tensor.dtype()), root, s.comm, s.stream),
                   s.comm);
   });
 }
@@ -443,7 +444,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::allgather(const Tensor& output, const Te
                      describe(input) + " -> " + describe(output));
   State& s = *state_;
   return enqueue(state_, {output, input}, [&] {
-    TT_NCCL_CHECK(ncclAllGather(input.raw_data_ptr(), output.raw_data_ptr(), size_t(input.numel()),
+    TT_NCCL_CHECK(nccl().ncclAllGather(input.raw_data_ptr(), output.raw_data_ptr(), size_t(input.numel()),
                                 nccl_dtype(input.dtype()), s.comm, s.stream),
                   s.comm);
   });
@@ -473,7 +474,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::reduce_scatter(const Tensor& output, con
                      describe(input) + " -> " + describe(output));
   State& s = *state_;
   return enqueue(state_, {output, input}, [&] {
-    TT_NCCL_CHECK(ncclReduceScatter(input.raw_data_ptr(), output.raw_data_ptr(), size_t(output.numel()),
+    TT_NCCL_CHECK(nccl().ncclReduceScatter(input.raw_data_ptr(), output.raw_data_ptr(), size_t(output.numel()),
                                     nccl_dtype(input.dtype()), nccl_op(op), s.comm, s.stream),
                   s.comm);
   });
@@ -497,7 +498,7 @@ std::shared_ptr<ProcessGroup> make_nccl_group(int rank, int size, int device, co
 void ProcessGroupNCCL::abort(const std::string& why) {
   detail::print_abort_line(rank(), why);
   if (state_ != nullptr && state_->comm != nullptr) {
-    (void)ncclCommAbort(state_->comm);  // unblocks our kernels; the other ranks' fail or are killed below
+    (void)nccl().ncclCommAbort(state_->comm);  // unblocks our kernels; the other ranks' fail or are killed below
     state_->comm = nullptr;
   }
 #ifdef TINYTORCH_HAS_MPI

@@ -240,6 +240,7 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
   StateDict own = state_dict();
   LoadResult result;
   std::vector<std::string> mismatched;
+  bool only_shapes = true;  // every mismatch is a shape mismatch: a ShapeError; anything else a tt::Error
   // Phase 1 checks every entry and converts each source to its destination's dtype and device,
   // so that phase 2 is plain same-kind copies that cannot fail.
   std::vector<std::pair<Tensor, Tensor>> copies;  // (destination, converted source)
@@ -251,18 +252,20 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
       continue;
     }
     std::ostringstream why;
+    // Any dtype converts, as PyTorch's load_state_dict (param.copy_(input)) does: an int64 or bool
+    // tensor loads into a float32 parameter, a float64 one is rounded to float32.
     if (!src->defined()) {
       why << key << ": the state dict holds an undefined tensor";
+      only_shapes = false;
     } else if (src->shape() != dst.shape()) {
       why << key << ": shape " << src->shape() << " in the state dict, " << dst.shape() << " in the module";
-    } else if (src->is_floating_point() != dst.is_floating_point() && dst.dtype() != kBool) {
-      why << key << ": dtype " << src->dtype() << " in the state dict cannot be loaded into " << dst.dtype();
     } else {
       try {
         detail::check_writable(dst, "load_state_dict");
         copies.emplace_back(dst, src->to(dst.options()));
       } catch (const Error& e) {
         why << key << ": " << e.what();
+        only_shapes = false;
       }
     }
     if (!why.str().empty()) mismatched.push_back(why.str());
@@ -284,7 +287,7 @@ LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
       list("unexpected keys", result.unexpected_keys, ", ");
     }
     list("size or dtype mismatch", mismatched, "; ");
-    if (!mismatched.empty() && !key_problem) TT_CHECK_SHAPE(false, msg.str());
+    if (!mismatched.empty() && !key_problem && only_shapes) TT_CHECK_SHAPE(false, msg.str());
     TT_CHECK(false, msg.str());
   }
 

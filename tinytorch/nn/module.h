@@ -124,9 +124,11 @@ class Module : public std::enable_shared_from_this<Module> {
   // Every parameter then every buffer of this module, then each child's, under dotted names.
   // The tensors are detached handles on the module's own storage (no copy).
   StateDict state_dict() const;
-  // Copies values from `state` into the module's tensors (converting dtype and device).
+  // Copies values from `state` into the module's tensors, converting dtype and device as PyTorch
+  // does (any dtype: an int64 or bool tensor loads into a float32 parameter, float64 is rounded).
   // Checks everything before writing anything: with strict = true a missing or unexpected key
-  // is an error; a shape mismatch always is. On error nothing changes.
+  // is an error; a shape mismatch always is (a ShapeError when it is the only problem; otherwise
+  // a tt::Error listing them all). On error nothing changes.
   LoadResult load_state_dict(const StateDict& state, bool strict = true);
 
   // Number of parameter elements (all, or only those that require grad).

@@ -241,8 +241,23 @@ namespace {
 // greedy); each gets weight exp((logit - max) / temperature), and one uniform u per row picks
 // the first token whose running sum of weights exceeds u * total (inverse CDF). The work is a
 // host loop over V per row: small next to the forward that produced the logits.
+// logits: [B, V]. Greedy decoding refuses logits that are not finite, as sampling does below:
+// argmax over a row of NaN would return token 0 as if it were an answer. One number is read back per
+// step (the largest |logit|, NaN when any is); the whole row only when something is wrong.
+void check_greedy_logits(const Tensor& logits) {
+  if (std::isfinite(logits.abs().max().item<double>())) return;
+  const int64_t V = logits.size(1);
+  const std::vector<double> values = logits.to_vector<double>();
+  for (size_t i = 0; i < values.size(); ++i)
+    TT_CHECK(std::isfinite(values[i]), "nn::GPT::generate: the logits are not finite (", values[i], " for token ",
+             int64_t(i) % V, " in row ", int64_t(i) / V, "); the model has diverged");
+}
+
 Tensor next_tokens(const Tensor& logits, const GenerateOptions& opts, Device device) {
-  if (opts.greedy()) return argmax(logits, -1, /*keepdim=*/true);
+  if (opts.greedy()) {
+    check_greedy_logits(logits);
+    return argmax(logits, -1, /*keepdim=*/true);
+  }
   // TT_EXERCISE_BEGIN(14, 4)
   int64_t B = logits.size(0), V = logits.size(1);
   std::vector<double> values = logits.to_vector<double>();

@@ -307,11 +307,22 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   }
   return out;
 }
+namespace {
+// cond, a: any shapes; s: a number -> a 0-d tensor of `common` on a's device. The number is an
+// operand, not a fill: it is made in its own kind (float64, int64 or bool) and then cast, so that
+// 1e300 beside a float32 tensor becomes inf as in PyTorch, where full's overflow check (meant for a
+// value the caller asked to store) would refuse it with a message about a `full` nobody called.
+Tensor where_scalar_operand(Scalar s, const Tensor& like, ScalarType common) {
+  const ScalarType own = s.is_floating_point() ? kFloat64 : s.kind();
+  return to_dtype(full({}, s, like.options().dtype(own)), common);
+}
+}  // namespace
+
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b) {
-  return where(cond, a, full({}, b, a.options().dtype(result_type(a, b))));
+  return where(cond, a, where_scalar_operand(b, a, result_type(a, b)));
 }
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b) {
-  return where(cond, full({}, a, b.options().dtype(result_type(b, a))), b);
+  return where(cond, where_scalar_operand(a, b, result_type(b, a)), b);
 }
 
 // --- in-place forms, shared by Tensor::add_ and friends --------------------------------------

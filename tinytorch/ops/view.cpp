@@ -331,8 +331,9 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   TT_CHECK_INDEX(start >= -n && start <= n, "narrow: start (", start, ") is out of range for dimension ", d,
                  " of size ", n, " (expected to be in range of [", -n, ", ", n, "])");
   if (start < 0) start += n;
+  TT_CHECK_INDEX(length >= 0, "narrow: length must be non-negative, got ", length);  // PyTorch's words
   // length <= n - start, not start + length <= n: the sum may overflow.
-  TT_CHECK_INDEX(length >= 0 && length <= n - start, "narrow: start (", start, ") + length (", length,
+  TT_CHECK_INDEX(length <= n - start, "narrow: start (", start, ") + length (", length,
                  ") exceeds dimension size (", n, ") of dimension ", d);
   return slice(t, d, start, start + length, 1);
 }

@@ -2,7 +2,8 @@
 // package. A two-layer network learns y = sin(x) on [-3, 3] with Adam; the trained weights go
 // through a safetensors checkpoint into a fresh network, which must compute the same outputs.
 // Last, one step through DistributedDataParallel on a world of one: it links tt::distributed,
-// and with it the MPI (and NCCL) libraries the package names as its dependencies.
+// and with it the MPI (and NCCL) libraries the package names as its dependencies. Then CUDA, which
+// the package opens at run time: a GEMM where a GPU is, a clear error where none is.
 #include <tinytorch/tinytorch.h>
 
 #include <cstdio>
@@ -48,5 +49,22 @@ int main() {
   const bool averaged = restored->fc1->weight.grad().defined() && ddp.reducer()->last_backward().buckets == 1;
   std::printf("world size %d, gradients through DistributedDataParallel: %s\n", tt::distributed::get_world_size(),
               averaged ? "yes" : "no");
-  return loss < 1e-3 && averaged ? 0 : 1;
+
+  // Asking for CUDA: with a GPU (and a CUDA-enabled package), a GEMM through cuBLAS, which the
+  // package opens on first use from the folder it was built against; without one, a clear tt::Error.
+  bool cuda_ok = false;
+  if (tt::cuda::is_available()) {
+    const tt::Tensor a = tt::randn({64, 32}), b = tt::randn({32, 16});
+    const tt::Tensor on_gpu = a.cuda().matmul(b.cuda()).cpu();
+    cuda_ok = (on_gpu - a.matmul(b)).abs().max().item<double>() < 1e-3;
+    std::printf("a GEMM on %s: %s\n", tt::cuda::device_description(0).c_str(), cuda_ok ? "matches the CPU" : "WRONG");
+  } else {
+    try {
+      (void)tt::ones({2}).cuda();
+    } catch (const tt::Error& e) {
+      cuda_ok = true;
+      std::printf("no GPU here: %s\n", e.what());
+    }
+  }
+  return loss < 1e-3 && averaged && cuda_ok ? 0 : 1;
 }

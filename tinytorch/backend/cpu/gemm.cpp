@@ -3,6 +3,21 @@
 // Transposed views are passed to BLAS as transpose flags with their own leading dimension, so a
 // `b.t()` costs nothing; batches (with broadcast, stride-0 batch dims) loop over pointer offsets
 // without allocating. Also gemm_blocked (gemm_blocked.h), the cache-blocked loop module 02 teaches.
+//
+// Note [GEMM reproducibility]: what a CPU GEMM promises about its bits.
+//   - Our own kernels (the AVX512_BF16 GEMM of gemm_bf16.cpp, gemm_blocked, the int64 loop) sum each
+//     element's products in one fixed order: the same bits for the same inputs on any thread count.
+//   - A GEMM the BLAS computes (float32 and float64 here, and the bf16 fallback, which widens to
+//     float32 and calls cblas_sgemm) gives the same bits for the same inputs, thread count and BLAS
+//     kernel set, run after run; and results within the float32 (float64) rounding bound of the
+//     exact sum on any thread count. Not the same bits on one thread and on two: OpenBLAS splits C
+//     between its threads, and some kernel sets (OPENBLAS_CORETYPE=Haswell on an AVX-512 machine,
+//     the setting some of our machines run with) then sum an element's products in another order
+//     (an edge tile takes another micro-kernel), which changed 4 of 12 checks by an ulp or so.
+//     OpenBLAS does not promise more, nor does PyTorch for its CPU matmul.
+// Tests check exactly that (tests/backend/test_gemm_bf16.cpp, "... thread count"): bit-equality across
+// thread counts for our kernels only, and for BLAS paths a repeat at the same thread count plus the
+// accuracy bound, so the suite passes under whichever kernel set a machine picks.
 #include <cblas.h>
 
 #include <algorithm>

@@ -7,9 +7,11 @@
 // register-blocked micro-kernel computes MR x NR tiles of c. Anywhere else, or with
 // TT_BF16_GEMM=fallback in the environment, blocks of a and b are widened to float32 and handed
 // to cblas_sgemm: the product of two bf16 values is exact in float32, so that is the same math.
-// Either path sums each element's k-products in one fixed order whatever the thread count, so
-// the results do not depend on tt::set_num_threads. Note that vdpbf16ps treats denormal bf16
-// inputs as zero (as oneDNN's kernels do); the fallback does not.
+// The native path sums each element's k-products in one fixed order whatever the thread count, so
+// its bits do not depend on tt::set_num_threads; the fallback's are those of the BLAS, the same at
+// a given thread count but not always across counts (Note [GEMM reproducibility] in
+// backend/cpu/gemm.cpp). Note that vdpbf16ps treats denormal bf16 inputs as zero (as oneDNN's
+// kernels do); the fallback does not.
 #pragma once
 
 #include <cstdint>

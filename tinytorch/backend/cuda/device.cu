@@ -11,6 +11,7 @@
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/entry.h"
 #include "tinytorch/backend/cuda/error_flag.h"
+#include "tinytorch/backend/cuda/libraries.h"
 #include "tinytorch/backend/cuda/stream.h"
 #include "tinytorch/core/allocator.h"
 #include "tinytorch/core/cuda_graph.h"
@@ -27,8 +28,15 @@ void throw_cuda_error(cudaError_t err, const char* call, const char* file, int l
                                      ") in ", call, " at ", file, ":", line));
 }
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
-  throw CudaError(tt::detail::concat("cuBLAS error ", cublasGetStatusName(status), " (",
-                                     cublasGetStatusString(status), ") in ", call, " at ", file, ":", line));
+  // cuBLAS names the status (also for cuBLASLt's calls, which share the enum); it is loaded by now
+  // unless the failing call was cuBLASLt's, and then the number is all that is lost if it cannot be.
+  std::string name = tt::detail::concat("status ", int(status)), text = "no description";
+  try {
+    name = lib::cublas().cublasGetStatusName(status);
+    text = lib::cublas().cublasGetStatusString(status);
+  } catch (const Error&) {
+  }
+  throw CudaError(tt::detail::concat("cuBLAS error ", name, " (", text, ") in ", call, " at ", file, ":", line));
 }
 }  // namespace detail
 
@@ -110,10 +118,10 @@ cublasHandle_t cublas_handle(int device) {
   TT_CHECK_DEVICE(device >= 0 && size_t(device) < handles.size(), "cublas_handle: no CUDA device ", device);
   if (!handles[device]) {
     DeviceGuard guard(device);
-    TT_CUBLAS_CHECK(cublasCreate(&handles[device]));
+    TT_CUBLAS_CHECK(lib::cublas().cublasCreate(&handles[device]));
   }
-  TT_CUBLAS_CHECK(cublasSetStream(handles[device], stream(device)));
-  TT_CUBLAS_CHECK(cublasSetMathMode(handles[device], allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  TT_CUBLAS_CHECK(lib::cublas().cublasSetStream(handles[device], stream(device)));
+  TT_CUBLAS_CHECK(lib::cublas().cublasSetMathMode(handles[device], allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   return handles[device];
 }
 

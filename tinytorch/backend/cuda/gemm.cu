@@ -10,6 +10,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/gemm.h"
+#include "tinytorch/backend/cuda/libraries.h"
 #include "tinytorch/backend/cuda/launch.cuh"
 #include "tinytorch/backend/cuda/loop.cuh"
 
@@ -121,11 +122,11 @@ void gemm_colmajor(int device, ScalarType dtype, bool trans_a, bool trans_b, int
     const float al = float(alpha), be = float(beta);
     const cublasComputeType_t compute = allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     if (count == 1) {
-      TT_CUBLAS_CHECK(cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_32F, lda, b.p,
+      TT_CUBLAS_CHECK(lib::cublas().cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_32F, lda, b.p,
                                    CUDA_R_32F, ldb, &be, const_cast<void*>(c.p), CUDA_R_32F, ldc, compute,
                                    CUBLAS_GEMM_DEFAULT));
     } else {
-      TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_32F,
+      TT_CUBLAS_CHECK(lib::cublas().cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_32F,
                                                  lda, a.batch_stride, b.p, CUDA_R_32F, ldb, b.batch_stride, &be,
                                                  const_cast<void*>(c.p), CUDA_R_32F, ldc, c.batch_stride, batch,
                                                  compute, CUBLAS_GEMM_DEFAULT));
@@ -134,11 +135,11 @@ void gemm_colmajor(int device, ScalarType dtype, bool trans_a, bool trans_b, int
     // bf16 operands on the tensor cores, float32 accumulation (CUBLAS_COMPUTE_32F), bf16 output.
     const float al = float(alpha), be = float(beta);
     if (count == 1) {
-      TT_CUBLAS_CHECK(cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_16BF, lda, b.p,
+      TT_CUBLAS_CHECK(lib::cublas().cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_16BF, lda, b.p,
                                    CUDA_R_16BF, ldb, &be, const_cast<void*>(c.p), CUDA_R_16BF, ldc,
                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     } else {
-      TT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p,
+      TT_CUBLAS_CHECK(lib::cublas().cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p,
                                                  CUDA_R_16BF, lda, a.batch_stride, b.p, CUDA_R_16BF, ldb,
                                                  b.batch_stride, &be, const_cast<void*>(c.p), CUDA_R_16BF, ldc,
                                                  c.batch_stride, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
@@ -150,9 +151,9 @@ void gemm_colmajor(int device, ScalarType dtype, bool trans_a, bool trans_b, int
     const auto* B = static_cast<const double*>(b.p);
     auto* C = static_cast<double*>(const_cast<void*>(c.p));
     if (count == 1) {
-      TT_CUBLAS_CHECK(cublasDgemm(handle, op(trans_a), op(trans_b), im, in, ik, &al, A, lda, B, ldb, &be, C, ldc));
+      TT_CUBLAS_CHECK(lib::cublas().cublasDgemm(handle, op(trans_a), op(trans_b), im, in, ik, &al, A, lda, B, ldb, &be, C, ldc));
     } else {
-      TT_CUBLAS_CHECK(cublasDgemmStridedBatched(handle, op(trans_a), op(trans_b), im, in, ik, &al, A, lda,
+      TT_CUBLAS_CHECK(lib::cublas().cublasDgemmStridedBatched(handle, op(trans_a), op(trans_b), im, in, ik, &al, A, lda,
                                                 a.batch_stride, B, ldb, b.batch_stride, &be, C, ldc, c.batch_stride,
                                                 batch));
     }

@@ -20,6 +20,7 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/gemm.h"
+#include "tinytorch/backend/cuda/libraries.h"
 #include "tinytorch/backend/cuda/scratch.cuh"
 #include "tinytorch/backend/cuda/stream.h"
 
@@ -53,7 +54,7 @@ cublasLtHandle_t lt_handle(int device) {
   TT_CHECK_DEVICE(device >= 0 && size_t(device) < handles.size(), "cublasLt handle: no CUDA device ", device);
   if (!handles[device]) {
     DeviceGuard guard(device);
-    TT_CUBLAS_CHECK(cublasLtCreate(&handles[device]));
+    TT_CUBLAS_CHECK(lib::cublaslt().cublasLtCreate(&handles[device]));
   }
   return handles[device];
 }
@@ -112,21 +113,21 @@ struct Descriptors {
   Descriptors(const Descriptors&) = delete;
   Descriptors& operator=(const Descriptors&) = delete;
   ~Descriptors() {
-    if (pref != nullptr) (void)cublasLtMatmulPreferenceDestroy(pref);
-    if (c != nullptr) (void)cublasLtMatrixLayoutDestroy(c);
-    if (b != nullptr) (void)cublasLtMatrixLayoutDestroy(b);
-    if (a != nullptr) (void)cublasLtMatrixLayoutDestroy(a);
-    if (op != nullptr) (void)cublasLtMatmulDescDestroy(op);
+    if (pref != nullptr) (void)lib::cublaslt().cublasLtMatmulPreferenceDestroy(pref);
+    if (c != nullptr) (void)lib::cublaslt().cublasLtMatrixLayoutDestroy(c);
+    if (b != nullptr) (void)lib::cublaslt().cublasLtMatrixLayoutDestroy(b);
+    if (a != nullptr) (void)lib::cublaslt().cublasLtMatrixLayoutDestroy(a);
+    if (op != nullptr) (void)lib::cublaslt().cublasLtMatmulDescDestroy(op);
   }
 };
 
 template <typename T>
 void set_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const T& value) {
-  TT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof value));
+  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatmulDescSetAttribute(d, attr, &value, sizeof value));
 }
 template <typename T>
 void set_pref(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr, const T& value) {
-  TT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, attr, &value, sizeof value));
+  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatmulPreferenceSetAttribute(p, attr, &value, sizeof value));
 }
 
 // Column-major, as cuBLAS: C [m, n] (leading dim ldc) = op(A) op(B), op(A): [m, k], op(B): [k, n],
@@ -153,19 +154,19 @@ bool lt_matmul(int device, ScalarType dtype, bool trans_a, bool trans_b, int64_t
   if (known && !plan.usable) return false;
 
   Descriptors d;
-  TT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F));
+  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F));
   set_attr(d.op, CUBLASLT_MATMUL_DESC_TRANSA, int32_t(trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
   set_attr(d.op, CUBLASLT_MATMUL_DESC_TRANSB, int32_t(trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
   set_attr(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(epilogue));
   set_attr(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   // Stored matrices: A is [k, m] when transposed, B is [n, k] when transposed.
-  TT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.a, type, uint64_t(trans_a ? k : m), uint64_t(trans_a ? m : k), a.ld));
-  TT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.b, type, uint64_t(trans_b ? n : k), uint64_t(trans_b ? k : n), b.ld));
-  TT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&d.c, type, uint64_t(m), uint64_t(n), ldc));
+  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatrixLayoutCreate(&d.a, type, uint64_t(trans_a ? k : m), uint64_t(trans_a ? m : k), a.ld));
+  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatrixLayoutCreate(&d.b, type, uint64_t(trans_b ? n : k), uint64_t(trans_b ? k : n), b.ld));
+  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatrixLayoutCreate(&d.c, type, uint64_t(m), uint64_t(n), ldc));
   cublasLtHandle_t handle = lt_handle(device);
 
   if (!known) {
-    TT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&d.pref));
+    TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatmulPreferenceCreate(&d.pref));
     set_pref(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kMaxWorkspaceBytes);
     set_pref(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a);
     set_pref(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b);
@@ -174,7 +175,7 @@ bool lt_matmul(int device, ScalarType dtype, bool trans_a, bool trans_b, int64_t
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
     const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &count);
+        lib::cublaslt().cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &count);
     plan.usable = status == CUBLAS_STATUS_SUCCESS && count > 0 && result.state == CUBLAS_STATUS_SUCCESS;
     if (plan.usable) {
       plan.algo = result.algo;
@@ -187,7 +188,7 @@ bool lt_matmul(int device, ScalarType dtype, bool trans_a, bool trans_b, int64_t
 
   const float alpha = 1.0f, beta = 0.0f;
   Scratch<char> workspace(int64_t(plan.workspace), device);
-  const cublasStatus_t status = cublasLtMatmul(handle, d.op, &alpha, a.p, d.a, b.p, d.b, &beta, c, d.c, c, d.c,
+  const cublasStatus_t status = lib::cublaslt().cublasLtMatmul(handle, d.op, &alpha, a.p, d.a, b.p, d.b, &beta, c, d.c, c, d.c,
                                                &plan.algo, workspace.data(), plan.workspace, current_stream());
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) {  // nothing was queued: remember, and let the caller fall back
     std::lock_guard<std::mutex> lock(plans_mutex());
