@@ -1,6 +1,6 @@
 # cmake -P script behind the install tests: builds one consumer project from scratch and runs it.
 #   -DSOURCE_DIR=...  -DBINARY_DIR=...     the consumer project and its (emptied) build folder
-#   -DGENERATOR=... -DBUILD_TYPE=... -DCXX_COMPILER=...
+#   -DGENERATOR=... -DBUILD_TYPE=... -DCXX_COMPILER=... [-DCXX_LAUNCHER=ccache]
 #   -DINSTALL_FROM=<build tree> -DPREFIX=<dir>   optional: `cmake --install` the build tree into
 #                                                PREFIX first, and point find_package at it
 #   -DOPTIONS=-DA=1|-DB=2                        optional: more configure options, '|'-separated
@@ -15,6 +15,9 @@ endfunction()
 
 set(configure_options -G "${GENERATOR}" "-DCMAKE_BUILD_TYPE=${BUILD_TYPE}"
                       "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+if(CXX_LAUNCHER)
+  list(APPEND configure_options "-DCMAKE_CXX_COMPILER_LAUNCHER=${CXX_LAUNCHER}")
+endif()
 if(INSTALL_FROM)
   file(REMOVE_RECURSE "${PREFIX}")
   run("cmake --install" "${CMAKE_COMMAND}" --install "${INSTALL_FROM}" --prefix "${PREFIX}"
