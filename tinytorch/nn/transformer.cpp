@@ -235,12 +235,6 @@ Tensor GPT::forward_cached(const Tensor& ids, std::vector<KVCache>& caches) cons
 
 namespace {
 
-// One next token per row of the last position's logits [B, V] -> int64 [B, 1] on `device`.
-// Note [sampling]: greedy takes the argmax (the first on ties). Otherwise the candidates are
-// all tokens, or the top_k largest logits (ties broken towards the lower id, so top_k = 1 is
-// greedy); each gets weight exp((logit - max) / temperature), and one uniform u per row picks
-// the first token whose running sum of weights exceeds u * total (inverse CDF). The work is a
-// host loop over V per row: small next to the forward that produced the logits.
 // logits: [B, V]. Greedy decoding refuses logits that are not finite, as sampling does below:
 // argmax over a row of NaN would return token 0 as if it were an answer. One number is read back per
 // step (the largest |logit|, NaN when any is); the whole row only when something is wrong.
@@ -253,6 +247,12 @@ void check_greedy_logits(const Tensor& logits) {
              int64_t(i) % V, " in row ", int64_t(i) / V, "); the model has diverged");
 }
 
+// One next token per row of the last position's logits [B, V] -> int64 [B, 1] on `device`.
+// Note [sampling]: greedy takes the argmax (the first on ties). Otherwise the candidates are
+// all tokens, or the top_k largest logits (ties broken towards the lower id, so top_k = 1 is
+// greedy); each gets weight exp((logit - max) / temperature), and one uniform u per row picks
+// the first token whose running sum of weights exceeds u * total (inverse CDF). The work is a
+// host loop over V per row: small next to the forward that produced the logits.
 Tensor next_tokens(const Tensor& logits, const GenerateOptions& opts, Device device) {
   if (opts.greedy()) {
     check_greedy_logits(logits);

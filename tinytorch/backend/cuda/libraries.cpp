@@ -32,42 +32,38 @@ std::vector<std::string> candidates(const std::string& soname) {
 std::mutex g_mutex;
 std::string g_cublas_path, g_cublaslt_path;
 
+// Opens `what` (its versioned file name `soname`), fills a Table with `resolve` and records the file.
+template <typename Table, typename Resolve>
+Table load(const std::string& what, const std::string& soname, std::string* path, Resolve resolve) {
+  const tt::detail::SharedLibrary library = tt::detail::SharedLibrary::open(what, candidates(soname));
+  Table table;
+  resolve(library, table);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  *path = library.path();
+  return table;
+}
+
 #define TT_RESOLVE(f) table.f = reinterpret_cast<decltype(table.f)>(library.symbol(#f));
-
-Cublas load_cublas() {
-  const detail::SharedLibrary library =
-      detail::SharedLibrary::open("cuBLAS", candidates("libcublas.so." TT_LIB_STR(CUBLAS_VER_MAJOR)));
-  Cublas table;
-  TT_CUBLAS_FUNCTIONS(TT_RESOLVE)
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_cublas_path = library.path();
-  return table;
-}
-
-CublasLt load_cublaslt() {
-  const detail::SharedLibrary library =
-      detail::SharedLibrary::open("cuBLASLt", candidates("libcublasLt.so." TT_LIB_STR(CUBLAS_VER_MAJOR)));
-  CublasLt table;
-  TT_CUBLASLT_FUNCTIONS(TT_RESOLVE)
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_cublaslt_path = library.path();
-  return table;
-}
-
-#undef TT_RESOLVE
 
 }  // namespace
 
 // A function-local static whose initializer throws is not initialized: the next call tries again.
 const Cublas& cublas() {
-  static const Cublas table = load_cublas();
+  static const Cublas table = load<Cublas>("cuBLAS", "libcublas.so." TT_LIB_STR(CUBLAS_VER_MAJOR), &g_cublas_path,
+                                           [](const tt::detail::SharedLibrary& library, Cublas& table) {
+                                             TT_CUBLAS_FUNCTIONS(TT_RESOLVE)
+                                           });
   return table;
 }
 
 const CublasLt& cublaslt() {
-  static const CublasLt table = load_cublaslt();
+  static const CublasLt table =
+      load<CublasLt>("cuBLASLt", "libcublasLt.so." TT_LIB_STR(CUBLAS_VER_MAJOR), &g_cublaslt_path,
+                     [](const tt::detail::SharedLibrary& library, CublasLt& table) { TT_CUBLASLT_FUNCTIONS(TT_RESOLVE) });
   return table;
 }
+
+#undef TT_RESOLVE
 
 std::string cublas_path() {
   std::lock_guard<std::mutex> lock(g_mutex);
