@@ -3,8 +3,9 @@
 #   MPI   OpenMPI (Debian: openmpi-bin, libopenmpi-dev) through FindMPI, C bindings only
 #         (MPI_CXX_SKIP_MPICXX: the deprecated C++ bindings are not wanted). Target tinytorch::mpi,
 #         TINYTORCH_HAS_MPI. AUTO builds it when found; ON requires it.
-#   NCCL  in the CUDA prefix (nccl.h, libnccl.so), when the CUDA backend is on; opened at run time. No CMake package
-#         ships with it, so find_path/find_library and an interface target tinytorch::nccl,
+#   NCCL  in the CUDA prefix (nccl.h, libnccl.so), when the CUDA backend is on; not linked but
+#         opened at run time (distributed/nccl_library.h). No CMake package ships with it, so
+#         find_path/find_library and an interface target tinytorch::nccl (its headers),
 #         TINYTORCH_HAS_NCCL.
 # Both targets are installed and exported with tinytorch (a static library passes its link
 # dependencies on); TINYTORCH_DISTRIBUTED_TARGETS lists them for install(TARGETS).
