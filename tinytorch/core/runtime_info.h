@@ -22,9 +22,10 @@ std::string config_report();
 //     GOMP_SPINCOUNT is set, so that idle threads sleep instead of spinning on cores a busy machine
 //     needs elsewhere (silently; tt doctor shows it); and, when the machine is busy (other
 //     programs' tasks running now, detail::runnable_elsewhere) and OMP_NUM_THREADS is unset,
-//     OMP_NUM_THREADS = the cores they leave idle, at least 1 (says so on stderr); started by mpirun with several ranks on
-//     this machine (OMPI_COMM_WORLD_LOCAL_SIZE), OMP_NUM_THREADS = this rank's share of the cores
-//     instead (its own cores when mpirun bound it, else the cores divided by the ranks here);
+//     OMP_NUM_THREADS = the cores they leave idle, at least 1 (says so on stderr); started by
+//     mpirun with several ranks on this machine (OMPI_COMM_WORLD_LOCAL_SIZE), OMP_NUM_THREADS =
+//     this rank's share of the cores instead (its own cores when mpirun bound it, else the cores
+//     divided by the ranks here);
 // and then re-executes this program (/proc/self/exe with argv) once, so that the new process
 // loads them with these settings. Returns (does nothing) when there is nothing to set, when
 // TT_NO_RELAUNCH is set, or when the exec fails (the program then goes on as it was).

@@ -27,6 +27,13 @@ SharedLibrary SharedLibrary::open(const std::string& what, const std::vector<std
                      "\n(install it, or put its folder in LD_LIBRARY_PATH; the CPU works without it)"));
 }
 
+SharedLibrary SharedLibrary::open_in(const std::string& what, const std::string& dir, const std::string& soname) {
+  std::vector<std::string> candidates;
+  if (!dir.empty()) candidates.push_back(dir + "/" + soname);
+  candidates.push_back(soname);
+  return open(what, candidates);
+}
+
 void* SharedLibrary::symbol(const char* name) const {
   TT_CHECK(handle_ != nullptr, "SharedLibrary::symbol: ", name, " looked up in a library that is not open");
   (void)::dlerror();  // clear an earlier error, so a null below is told apart from a null symbol

@@ -16,6 +16,9 @@ class SharedLibrary {
   // looks up in LD_LIBRARY_PATH, the cache and the default folders) that loads. Throws tt::Error
   // naming `what` (say "cuBLAS"), every candidate and the loader's reason for each, when none does.
   static SharedLibrary open(const std::string& what, const std::vector<std::string>& candidates);
+  // open() with the candidates the CUDA libraries use: `soname` (say "libcublas.so.13") in `dir`, the
+  // folder the build found it in (skipped when empty), then `soname` for the loader to find.
+  static SharedLibrary open_in(const std::string& what, const std::string& dir, const std::string& soname);
 
   // The address of the function or variable `name`; throws tt::Error naming the library, the file
   // it came from and the symbol when the library has no such symbol (an older version, say).
@@ -28,9 +31,5 @@ class SharedLibrary {
   void* handle_ = nullptr;
   std::string what_, path_;
 };
-
-// Looks up every function of `table` in `lib`: for use with an X-macro list, as
-//   #define TT_RESOLVE(f) t.f = reinterpret_cast<decltype(t.f)>(lib.symbol(#f));
-// (backend/cuda/libraries.cpp shows the pattern).
 
 }  // namespace tt::detail

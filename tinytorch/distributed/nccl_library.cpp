@@ -2,7 +2,6 @@
 #include "tinytorch/distributed/nccl_library.h"
 
 #include <mutex>
-#include <vector>
 
 #include "tinytorch/core/shared_library.h"
 
@@ -22,11 +21,8 @@ std::mutex g_mutex;
 std::string g_path;
 
 Nccl load_nccl() {
-  const std::string soname = "libnccl.so." TT_LIB_STR(NCCL_MAJOR), dir = TINYTORCH_NCCL_LIBRARY_DIR;
-  std::vector<std::string> names;
-  if (!dir.empty()) names.push_back(dir + "/" + soname);
-  names.push_back(soname);
-  const tt::detail::SharedLibrary library = tt::detail::SharedLibrary::open("NCCL", names);
+  const tt::detail::SharedLibrary library =
+      tt::detail::SharedLibrary::open_in("NCCL", TINYTORCH_NCCL_LIBRARY_DIR, "libnccl.so." TT_LIB_STR(NCCL_MAJOR));
   Nccl table;
 #define TT_RESOLVE(f) table.f = reinterpret_cast<decltype(table.f)>(library.symbol(#f));
   TT_NCCL_FUNCTIONS(TT_RESOLVE)

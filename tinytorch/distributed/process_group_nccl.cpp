@@ -418,8 +418,8 @@ std::shared_ptr<Work> ProcessGroupNCCL::broadcast(const Tensor& tensor, int root
   State& s = *state_;
   return enqueue(state_, {tensor}, [&] {
     void* p = tensor.raw_data_ptr();
-    TT_NCCL_CHECK(nccl().ncclBroadcast(p, p, size_t(tensor.numel()), nccl_dtype(tensor.dtype()), root, s.comm, s.stream),
-                  s.comm);
+    TT_NCCL_CHECK(
+        nccl().ncclBroadcast(p, p, size_t(tensor.numel()), nccl_dtype(tensor.dtype()), root, s.comm, s.stream), s.comm);
   });
 }
 
@@ -445,7 +445,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::allgather(const Tensor& output, const Te
   State& s = *state_;
   return enqueue(state_, {output, input}, [&] {
     TT_NCCL_CHECK(nccl().ncclAllGather(input.raw_data_ptr(), output.raw_data_ptr(), size_t(input.numel()),
-                                nccl_dtype(input.dtype()), s.comm, s.stream),
+                                       nccl_dtype(input.dtype()), s.comm, s.stream),
                   s.comm);
   });
 }
@@ -475,7 +475,7 @@ std::shared_ptr<Work> ProcessGroupNCCL::reduce_scatter(const Tensor& output, con
   State& s = *state_;
   return enqueue(state_, {output, input}, [&] {
     TT_NCCL_CHECK(nccl().ncclReduceScatter(input.raw_data_ptr(), output.raw_data_ptr(), size_t(output.numel()),
-                                    nccl_dtype(input.dtype()), nccl_op(op), s.comm, s.stream),
+                                           nccl_dtype(input.dtype()), nccl_op(op), s.comm, s.stream),
                   s.comm);
   });
 }

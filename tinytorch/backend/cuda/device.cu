@@ -121,7 +121,8 @@ cublasHandle_t cublas_handle(int device) {
     TT_CUBLAS_CHECK(lib::cublas().cublasCreate(&handles[device]));
   }
   TT_CUBLAS_CHECK(lib::cublas().cublasSetStream(handles[device], stream(device)));
-  TT_CUBLAS_CHECK(lib::cublas().cublasSetMathMode(handles[device], allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  TT_CUBLAS_CHECK(lib::cublas().cublasSetMathMode(handles[device],
+                                                  allow_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   return handles[device];
 }
 

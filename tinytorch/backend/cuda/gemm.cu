@@ -10,8 +10,8 @@
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/gemm.h"
-#include "tinytorch/backend/cuda/libraries.h"
 #include "tinytorch/backend/cuda/launch.cuh"
+#include "tinytorch/backend/cuda/libraries.h"
 #include "tinytorch/backend/cuda/loop.cuh"
 
 namespace tt::cuda {
@@ -116,33 +116,34 @@ void gemm_colmajor(int device, ScalarType dtype, bool trans_a, bool trans_b, int
            "gemm: cuBLAS takes 32-bit sizes, got m = ", m, ", n = ", n, ", k = ", k, ", leading dims ", a.ld, ", ",
            b.ld, ", ", c.ld, " and batch ", count);
   cublasHandle_t handle = cublas_handle(device);
+  const lib::Cublas& blas = lib::cublas();  // loaded by cublas_handle
   const int im = int(m), in = int(n), ik = int(k), lda = int(a.ld), ldb = int(b.ld), ldc = int(c.ld);
   const int batch = int(count);
   if (dtype == kFloat32) {
     const float al = float(alpha), be = float(beta);
     const cublasComputeType_t compute = allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     if (count == 1) {
-      TT_CUBLAS_CHECK(lib::cublas().cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_32F, lda, b.p,
-                                   CUDA_R_32F, ldb, &be, const_cast<void*>(c.p), CUDA_R_32F, ldc, compute,
-                                   CUBLAS_GEMM_DEFAULT));
+      TT_CUBLAS_CHECK(blas.cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_32F, lda, b.p,
+                                        CUDA_R_32F, ldb, &be, const_cast<void*>(c.p), CUDA_R_32F, ldc, compute,
+                                        CUBLAS_GEMM_DEFAULT));
     } else {
-      TT_CUBLAS_CHECK(lib::cublas().cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_32F,
-                                                 lda, a.batch_stride, b.p, CUDA_R_32F, ldb, b.batch_stride, &be,
-                                                 const_cast<void*>(c.p), CUDA_R_32F, ldc, c.batch_stride, batch,
-                                                 compute, CUBLAS_GEMM_DEFAULT));
+      TT_CUBLAS_CHECK(blas.cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p,
+                                                      CUDA_R_32F, lda, a.batch_stride, b.p, CUDA_R_32F, ldb,
+                                                      b.batch_stride, &be, const_cast<void*>(c.p), CUDA_R_32F, ldc,
+                                                      c.batch_stride, batch, compute, CUBLAS_GEMM_DEFAULT));
     }
   } else if (dtype == kBFloat16) {
     // bf16 operands on the tensor cores, float32 accumulation (CUBLAS_COMPUTE_32F), bf16 output.
     const float al = float(alpha), be = float(beta);
     if (count == 1) {
-      TT_CUBLAS_CHECK(lib::cublas().cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_16BF, lda, b.p,
-                                   CUDA_R_16BF, ldb, &be, const_cast<void*>(c.p), CUDA_R_16BF, ldc,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      TT_CUBLAS_CHECK(blas.cublasGemmEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p, CUDA_R_16BF, lda, b.p,
+                                        CUDA_R_16BF, ldb, &be, const_cast<void*>(c.p), CUDA_R_16BF, ldc,
+                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     } else {
-      TT_CUBLAS_CHECK(lib::cublas().cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p,
-                                                 CUDA_R_16BF, lda, a.batch_stride, b.p, CUDA_R_16BF, ldb,
-                                                 b.batch_stride, &be, const_cast<void*>(c.p), CUDA_R_16BF, ldc,
-                                                 c.batch_stride, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      TT_CUBLAS_CHECK(blas.cublasGemmStridedBatchedEx(handle, op(trans_a), op(trans_b), im, in, ik, &al, a.p,
+                                                      CUDA_R_16BF, lda, a.batch_stride, b.p, CUDA_R_16BF, ldb,
+                                                      b.batch_stride, &be, const_cast<void*>(c.p), CUDA_R_16BF, ldc,
+                                                      c.batch_stride, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
   } else {
     TT_CHECK_DTYPE(dtype == kFloat64, "gemm: cuBLAS path takes float32, float64 or bfloat16, got ", dtype);
@@ -151,11 +152,11 @@ void gemm_colmajor(int device, ScalarType dtype, bool trans_a, bool trans_b, int
     const auto* B = static_cast<const double*>(b.p);
     auto* C = static_cast<double*>(const_cast<void*>(c.p));
     if (count == 1) {
-      TT_CUBLAS_CHECK(lib::cublas().cublasDgemm(handle, op(trans_a), op(trans_b), im, in, ik, &al, A, lda, B, ldb, &be, C, ldc));
+      TT_CUBLAS_CHECK(blas.cublasDgemm(handle, op(trans_a), op(trans_b), im, in, ik, &al, A, lda, B, ldb, &be, C, ldc));
     } else {
-      TT_CUBLAS_CHECK(lib::cublas().cublasDgemmStridedBatched(handle, op(trans_a), op(trans_b), im, in, ik, &al, A, lda,
-                                                a.batch_stride, B, ldb, b.batch_stride, &be, C, ldc, c.batch_stride,
-                                                batch));
+      TT_CUBLAS_CHECK(blas.cublasDgemmStridedBatched(handle, op(trans_a), op(trans_b), im, in, ik, &al, A, lda,
+                                                     a.batch_stride, B, ldb, b.batch_stride, &be, C, ldc,
+                                                     c.batch_stride, batch));
     }
   }
 }

@@ -4,7 +4,6 @@
 
 #include <mutex>
 #include <string>
-#include <vector>
 
 #include "tinytorch/core/shared_library.h"
 
@@ -20,22 +19,14 @@ namespace {
 #define TINYTORCH_CUDA_LIBRARY_DIR ""
 #endif
 
-// The versioned file name in the build's library folder, then the same name for the loader to find.
-std::vector<std::string> candidates(const std::string& soname) {
-  std::vector<std::string> names;
-  const std::string dir = TINYTORCH_CUDA_LIBRARY_DIR;
-  if (!dir.empty()) names.push_back(dir + "/" + soname);
-  names.push_back(soname);
-  return names;
-}
-
 std::mutex g_mutex;
 std::string g_cublas_path, g_cublaslt_path;
 
 // Opens `what` (its versioned file name `soname`), fills a Table with `resolve` and records the file.
 template <typename Table, typename Resolve>
 Table load(const std::string& what, const std::string& soname, std::string* path, Resolve resolve) {
-  const tt::detail::SharedLibrary library = tt::detail::SharedLibrary::open(what, candidates(soname));
+  const tt::detail::SharedLibrary library =
+      tt::detail::SharedLibrary::open_in(what, TINYTORCH_CUDA_LIBRARY_DIR, soname);
   Table table;
   resolve(library, table);
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -49,17 +40,16 @@ Table load(const std::string& what, const std::string& soname, std::string* path
 
 // A function-local static whose initializer throws is not initialized: the next call tries again.
 const Cublas& cublas() {
-  static const Cublas table = load<Cublas>("cuBLAS", "libcublas.so." TT_LIB_STR(CUBLAS_VER_MAJOR), &g_cublas_path,
-                                           [](const tt::detail::SharedLibrary& library, Cublas& table) {
-                                             TT_CUBLAS_FUNCTIONS(TT_RESOLVE)
-                                           });
+  static const Cublas table =
+      load<Cublas>("cuBLAS", "libcublas.so." TT_LIB_STR(CUBLAS_VER_MAJOR), &g_cublas_path,
+                   [](const tt::detail::SharedLibrary& library, Cublas& table) { TT_CUBLAS_FUNCTIONS(TT_RESOLVE) });
   return table;
 }
 
 const CublasLt& cublaslt() {
-  static const CublasLt table =
-      load<CublasLt>("cuBLASLt", "libcublasLt.so." TT_LIB_STR(CUBLAS_VER_MAJOR), &g_cublaslt_path,
-                     [](const tt::detail::SharedLibrary& library, CublasLt& table) { TT_CUBLASLT_FUNCTIONS(TT_RESOLVE) });
+  static const CublasLt table = load<CublasLt>(
+      "cuBLASLt", "libcublasLt.so." TT_LIB_STR(CUBLAS_VER_MAJOR), &g_cublaslt_path,
+      [](const tt::detail::SharedLibrary& library, CublasLt& table) { TT_CUBLASLT_FUNCTIONS(TT_RESOLVE) });
   return table;
 }
 

@@ -153,20 +153,23 @@ bool lt_matmul(int device, ScalarType dtype, bool trans_a, bool trans_b, int64_t
   }
   if (known && !plan.usable) return false;
 
+  const lib::CublasLt& lt = lib::cublaslt();
   Descriptors d;
-  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F));
+  TT_CUBLAS_CHECK(lt.cublasLtMatmulDescCreate(&d.op, compute, CUDA_R_32F));
   set_attr(d.op, CUBLASLT_MATMUL_DESC_TRANSA, int32_t(trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
   set_attr(d.op, CUBLASLT_MATMUL_DESC_TRANSB, int32_t(trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
   set_attr(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, uint32_t(epilogue));
   set_attr(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   // Stored matrices: A is [k, m] when transposed, B is [n, k] when transposed.
-  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatrixLayoutCreate(&d.a, type, uint64_t(trans_a ? k : m), uint64_t(trans_a ? m : k), a.ld));
-  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatrixLayoutCreate(&d.b, type, uint64_t(trans_b ? n : k), uint64_t(trans_b ? k : n), b.ld));
-  TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatrixLayoutCreate(&d.c, type, uint64_t(m), uint64_t(n), ldc));
+  TT_CUBLAS_CHECK(
+      lt.cublasLtMatrixLayoutCreate(&d.a, type, uint64_t(trans_a ? k : m), uint64_t(trans_a ? m : k), a.ld));
+  TT_CUBLAS_CHECK(
+      lt.cublasLtMatrixLayoutCreate(&d.b, type, uint64_t(trans_b ? n : k), uint64_t(trans_b ? k : n), b.ld));
+  TT_CUBLAS_CHECK(lt.cublasLtMatrixLayoutCreate(&d.c, type, uint64_t(m), uint64_t(n), ldc));
   cublasLtHandle_t handle = lt_handle(device);
 
   if (!known) {
-    TT_CUBLAS_CHECK(lib::cublaslt().cublasLtMatmulPreferenceCreate(&d.pref));
+    TT_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceCreate(&d.pref));
     set_pref(d.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, kMaxWorkspaceBytes);
     set_pref(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_a);
     set_pref(d.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_b);
@@ -175,7 +178,7 @@ bool lt_matmul(int device, ScalarType dtype, bool trans_a, bool trans_b, int64_t
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
     const cublasStatus_t status =
-        lib::cublaslt().cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &count);
+        lt.cublasLtMatmulAlgoGetHeuristic(handle, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &result, &count);
     plan.usable = status == CUBLAS_STATUS_SUCCESS && count > 0 && result.state == CUBLAS_STATUS_SUCCESS;
     if (plan.usable) {
       plan.algo = result.algo;
@@ -188,8 +191,8 @@ bool lt_matmul(int device, ScalarType dtype, bool trans_a, bool trans_b, int64_t
 
   const float alpha = 1.0f, beta = 0.0f;
   Scratch<char> workspace(int64_t(plan.workspace), device);
-  const cublasStatus_t status = lib::cublaslt().cublasLtMatmul(handle, d.op, &alpha, a.p, d.a, b.p, d.b, &beta, c, d.c, c, d.c,
-                                               &plan.algo, workspace.data(), plan.workspace, current_stream());
+  const cublasStatus_t status = lt.cublasLtMatmul(handle, d.op, &alpha, a.p, d.a, b.p, d.b, &beta, c, d.c, c, d.c,
+                                                  &plan.algo, workspace.data(), plan.workspace, current_stream());
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) {  // nothing was queued: remember, and let the caller fall back
     std::lock_guard<std::mutex> lock(plans_mutex());
     plans()[key].usable = false;
