@@ -1,6 +1,6 @@
 // Elementwise ops: type promotion, broadcasting and dispatch to Backend::unary/binary/where, and
-// each op's derivative beside it. The loops live in backend/cpu/elementwise.cpp (and its CUDA
-// twin). A scalar operand (t * 2.5) is a wrapped 0-d tensor that never requires grad, so the
+// each op's derivative beside it. The loops live in backend/cpu/elementwise.cpp and binary.cpp
+// (and their CUDA twins). A scalar operand (t * 2.5) is a wrapped 0-d tensor that never requires grad, so the
 // tensor and scalar forms share one struct per op.
 #include "tinytorch/ops/elementwise.h"
 

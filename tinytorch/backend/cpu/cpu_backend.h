@@ -1,7 +1,7 @@
 // The CPU backend: the Backend interface implemented with plain loops, OpenMP and OpenBLAS.
-// Each kernel family lives in its own file (elementwise.cpp, reduce.cpp, gemm.cpp, linear.cpp, index.cpp,
-// random.cpp, softmax.cpp, activation.cpp, normalization.cpp, optimizer.cpp); their CUDA twins
-// carry the same names under backend/cuda.
+// Each kernel family lives in its own file (elementwise.cpp, binary.cpp, reduce.cpp, gemm.cpp,
+// linear.cpp, index.cpp, random.cpp, softmax.cpp, activation.cpp, normalization.cpp, optimizer.cpp);
+// their CUDA twins carry the same names under backend/cuda.
 #pragma once
 
 #include "tinytorch/backend/backend.h"

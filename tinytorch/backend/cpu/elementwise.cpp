@@ -1,6 +1,8 @@
-// CPU elementwise kernels: copy (with dtype conversion, bf16 included), fill, unary, binary, where.
+// CPU elementwise kernels: copy (with dtype conversion, bf16 included), fill, unary, where, arange.
 // All run on the StridedLoop engine (loop.h); each inner loop has a contiguous branch the
-// compiler vectorizes and a broadcast-scalar branch for `t + 2` and bias-like operands.
+// compiler vectorizes and a broadcast-scalar branch for `t + 2` and bias-like operands. Binary
+// ops are in binary.cpp: 13 ops times every dtype make the largest kernel file, and module 01's
+// exercise (binary_loop) recompiles only that one.
 #include <cstring>
 
 #include <omp.h>
@@ -43,46 +45,6 @@ void unary_loop(const Tensor& out, const Tensor& in, F f) {
   });
 }
 
-// out: [*]; a, b: bcast to out. The heart of broadcasting: stride-0 operands are read in place.
-template <typename out_t, typename in_t, typename F>
-void binary_loop(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
-  // TT_EXERCISE_BEGIN(01, 2)
-  const Tensor* ops[3] = {&out, &a, &b};
-  StridedLoop<3> loop(ops);
-  loop.run([f](char** p, const int64_t* s, int64_t n) {
-    constexpr int64_t so = sizeof(out_t), si = sizeof(in_t);
-    auto* o = reinterpret_cast<out_t*>(p[0]);
-    auto* x = reinterpret_cast<const in_t*>(p[1]);
-    auto* y = reinterpret_cast<const in_t*>(p[2]);
-    if (s[0] == so && s[1] == si && s[2] == si) {
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
-    } else if (s[0] == so && s[1] == si && s[2] == 0) {
-      const in_t yv = *y;
-      for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], yv);
-    } else if (s[0] == so && s[1] == 0 && s[2] == si) {
-      const in_t xv = *x;
-      for (int64_t i = 0; i < n; ++i) o[i] = f(xv, y[i]);
-    } else {
-      for (int64_t i = 0; i < n; ++i)
-        *reinterpret_cast<out_t*>(p[0] + i * s[0]) =
-            f(*reinterpret_cast<const in_t*>(p[1] + i * s[1]),
-              *reinterpret_cast<const in_t*>(p[2] + i * s[2]));
-    }
-  });
-  // TT_EXERCISE_END
-}
-
-// out = op(a, b). a, b: T, bcast to out; out: T, or bool for comparisons.
-template <typename T>
-void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  visit_binary(op, [&](auto f) {
-    if (is_comparison(op))
-      binary_loop<bool, T>(out, a, b, f);
-    else
-      binary_loop<T, T>(out, a, b, f);
-  });
-}
-
 }  // namespace
 
 void CpuBackend::copy(const Tensor& out, const Tensor& src) {
@@ -115,10 +77,6 @@ void CpuBackend::unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     const bool ran = visit_unary<scalar_t>(op, [&](auto f) { unary_loop<scalar_t, scalar_t>(out, in, f); });
     TT_CHECK_DTYPE(ran, op_name(op), ": the kernel takes no ", in.dtype(), " tensors (ops/ converts or refuses them first)");
   });
-}
-
-void CpuBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  TT_DISPATCH_ALL(a.dtype(), op_name(op), [&] { binary_typed<scalar_t>(op, out, a, b); });
 }
 
 // out, cond, a, b: bcast to out.

@@ -1,8 +1,8 @@
 // CUDA elementwise kernels, twin of cpu/elementwise.cpp: copy (with dtype conversion), fill,
-// unary, binary, where, arange and transfer. The scalar math is functors.h's, shared with the
-// CPU; every map runs through launch_map (loop.cuh): one vectorized kernel for contiguous
-// same-shaped operands (Note [contiguous fast path]), the strided engine for views and
-// broadcasts. Not here: activations (activation.cu), random numbers (random.cu).
+// unary, where, arange and transfer. The scalar math is functors.h's, shared with the CPU; every
+// map runs through launch_map (loop.cuh): one vectorized kernel for contiguous same-shaped
+// operands (Note [contiguous fast path]), the strided engine for views and broadcasts. Not here:
+// binary ops (binary.cu), activations (activation.cu), random numbers (random.cu).
 #include "tinytorch/backend/cuda/check.h"
 #include "tinytorch/backend/cuda/cuda_backend.h"
 #include "tinytorch/backend/cuda/error_flag.h"
@@ -34,18 +34,6 @@ struct Select {
   template <typename T>
   TT_HOST_DEVICE T operator()(bool cond, T a, T b) const { return cond ? a : b; }
 };
-
-// out = op(a, b). a, b: T, bcast to out; out: T, or bool for comparisons.
-template <typename T>
-void binary_typed(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  const MapArg<T> x = map_arg<T>(a), y = map_arg<T>(b);
-  visit_binary(op, [&](auto f) {
-    if (is_comparison(op))
-      launch_map<bool>(out, f, x, y);
-    else
-      launch_map<T>(out, f, x, y);
-  });
-}
 
 // out = f(in). out, in: T, same shape, any strides.
 template <typename T, typename F>
@@ -103,11 +91,6 @@ void CudaBackend::unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     const bool ran = visit_unary<scalar_t>(op, [&](auto f) { unary_typed<scalar_t>(out, in, f); });
     TT_CHECK_DTYPE(ran, op_name(op), ": the kernel takes no ", in.dtype(), " tensors (ops/ converts or refuses them first)");
   });
-}
-
-void CudaBackend::binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b) {
-  DeviceGuard guard(out.device().index);
-  TT_DISPATCH_ALL(a.dtype(), op_name(op), [&] { binary_typed<scalar_t>(op, out, a, b); });
 }
 
 void CudaBackend::where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
