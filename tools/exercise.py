@@ -22,8 +22,9 @@ one region at a time rebuilds one translation unit. Standard library only.
 The recommended order: regions with a step K by K (a K used twice in a module is an error), then
 the regions without one in file order. `list` prints them in that order.
 
-    exercise.py list ROOT NN
+    exercise.py list ROOT NN [--copy COPY]        (with COPY: where each region is in that copy)
     exercise.py make ROOT DEST NN [--only I]      (I: 1-based index into `list`; 0 stubs nothing)
+    exercise.py solve ROOT COPY NN --only I       (write region I's library body over its stub)
     exercise.py summary ROOT COPY NN JUNIT        (after a run: which stub blocked which case)
     exercise.py record JUNIT STATUS_DIR           (after `tt test`: each module suite's state)
     exercise.py status ROOT BUILD_DIR             (`tt status`)
@@ -44,7 +45,9 @@ BEGIN = re.compile(r"^(\s*)//\s*TT_EXERCISE_BEGIN\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\
 END = re.compile(r"^\s*//\s*TT_EXERCISE_END\s*$")
 ERROR_INCLUDE = '#include "tinytorch/core/error.h"'
 # What a stub's message looks like; `summary` finds it in a failing test's output.
-STUB_MESSAGE = re.compile(r"exercise (\d+): stub of `([^`]+)` \(([^)]+)\)")
+STUB_MESSAGE = re.compile(r"exercise (\d+): stub of `([^`]+)` (?:at \S+ )?\((?:library: )?([^)]+)\)")
+# Where a stub's message says it is, until the copy's layout is known (make() puts the line in).
+WHERE = "\x00where\x00"
 # The warnings a stub causes in its own file: its parameters and the helpers only it called go
 # unused, and a caller of a function that now always throws can look like infinite recursion to
 # GCC. Silenced in stubbed files only, so the compile flags stay the main build's (-Werror
@@ -72,12 +75,18 @@ class Region:
         return f"{self.rel}:{self.begin + 1}"
 
     def stub_id(self):
-        """The part of the stub's message that identifies it (also found in the learner's copy)."""
+        """The part of the stub's message that identifies it, wherever the copy keeps the stub: the
+        region's place in the library."""
+        return f"(library: {self.location})"
+
+    def old_stub_id(self):
+        """stub_id of copies made before stubs said where they are in the copy."""
         return f"stub of `{self.function}` ({self.location})"
 
-    def message(self, readme):
-        return (f"exercise {self.module}: {self.stub_id()}, step {self.order} of {self.total} "
-                f"\u2014 write its body; see {readme}")
+    def message(self, readme, where=WHERE):
+        """The stub's text: `where` is the stub's own file:line in the learner's copy."""
+        return (f"exercise {self.module}: stub of `{self.function}` at {where} {self.stub_id()}, step {self.order} "
+                f"of {self.total} \u2014 write its body there; see {readme}")
 
 
 def module_dir_name(root, module):
@@ -107,50 +116,7 @@ def scope_headers(lines, stop):
     """The headers of the braces still open before line `stop`, outermost first: for each `{`,
     the code since the previous `;`, `{` or `}` (comments, strings and preprocessor lines left
     out). `void f(int a) {` gives "void f(int a)", `struct S {` gives "struct S"."""
-    stack, header, depth = [], [], 0
-    in_block_comment = False
-    for line in lines[:stop]:
-        i, n = 0, len(line)
-        if not in_block_comment and line.lstrip().startswith("#"):
-            continue
-        while i < n:
-            c = line[i]
-            if in_block_comment:
-                j = line.find("*/", i)
-                if j < 0:
-                    break
-                in_block_comment, i = False, j + 2
-                continue
-            if line.startswith("//", i):
-                break
-            if line.startswith("/*", i):
-                in_block_comment, i = True, i + 2
-                continue
-            if c in "\"'":
-                j = i + 1
-                while j < n and line[j] != c:
-                    j += 2 if line[j] == "\\" else 1
-                header.append(" ")
-                i = j + 1
-                continue
-            if c == "(":
-                depth += 1
-            elif c == ")":
-                depth = max(depth - 1, 0)
-            if c == "{":
-                stack.append(" ".join("".join(header).split()))
-                header, depth = [], 0
-            elif c == "}":
-                if stack:
-                    stack.pop()
-                header = []
-            elif c == ";" and depth == 0:
-                header = []
-            else:
-                header.append(c)
-            i += 1
-        header.append(" ")
-    return stack
+    return [header for header, _, _ in open_scopes(lines, stop)]
 
 
 LAMBDA = re.compile(r"\[[^\[\]]*\]\s*(\([^()]*(\([^()]*\)[^()]*)*\))?\s*(mutable\s*)?(constexpr\s*)?"
@@ -307,20 +273,279 @@ def add_stub_preamble(lines, path, throws):
     return out
 
 
-def stubbed(root, rel, regions, readme):
-    """The text of one source file with `regions` (those of this file to stub) replaced by
-    stubs, or None when there are none."""
-    if not regions:
-        return None
-    lines = read_lines(os.path.join(root, rel))
+def stub_spans(lines, rel, spans, readme):
+    """`lines` with each span (region, begin, end: the 0-based lines of its markers in `lines`)
+    replaced by a stub, and the stub preamble added; the stubs' messages still hold WHERE."""
     out, last, throws = [], 0, False
-    for r in sorted(regions, key=lambda r: r.begin):
-        device = in_device_code(lines, r.begin, rel) or ("both" if in_host_device_function(lines, r.begin) else False)
-        out += lines[last:r.begin + 1]
-        out += stub_lines(r.message(readme), r.indent, device)
-        last, throws = r.end, throws or device is not True
+    for r, begin, end in sorted(spans, key=lambda span: span[1]):
+        device = in_device_code(lines, begin, rel) or ("both" if in_host_device_function(lines, begin) else False)
+        indent = lines[begin][:len(lines[begin]) - len(lines[begin].lstrip())]  # the marker's, where it now is
+        out += lines[last:begin + 1]
+        out += stub_lines(r.message(readme), indent, device)
+        last, throws = end, throws or device is not True
     out += lines[last:]
-    return "".join(add_stub_preamble(out, rel, throws))
+    return add_stub_preamble(out, rel, throws)
+
+
+# --- a header's exercise body, moved out of line in the copy ---------------------------------------
+# A region in a header (BFloat16::round_to_bits) is compiled by every file that includes it, so each
+# edit a learner makes would rebuild most of the library (1.5 to 1.8 minutes on 2 cores). In the
+# copy, such a function's body moves to a translation unit of its own, beside the header
+# (bfloat16.h -> bfloat16_exercise.cpp, which the library's source glob picks up), and the header
+# keeps its declaration: an edit then recompiles one small file. The library itself keeps the body
+# inline, where its kernels need it. Functions that cannot be defined out of line as they are
+# (templates, constexpr, constructors, static free functions, anything in an unnamed namespace) stay
+# where they are.
+
+HEADER_EXTENSIONS = (".h", ".hpp")
+# Specifiers an out-of-line definition must drop; of them, the header's declaration keeps static,
+# explicit and virtual, and loses those that say inline (TT_HOST_DEVICE is `inline` outside nvcc):
+# the body is no longer in the header.
+DROPPED_SPECIFIERS = re.compile(r"\b(static|inline|explicit|virtual|TT_HOST_DEVICE|__host__|__device__|"
+                                r"__forceinline__)\s+")
+INLINE_SPECIFIERS = re.compile(r"\b(inline|TT_HOST_DEVICE|__host__|__device__|__forceinline__)\s+")
+
+
+def code_chars(lines):
+    """(line, column, char) of every character of code: comments, preprocessor lines and the
+    insides of string and character literals are left out (a literal counts as one space), and a
+    line's end is a space."""
+    in_block_comment = False
+    for li, line in enumerate(lines):
+        i, n = 0, len(line)
+        if not in_block_comment and line.lstrip().startswith("#"):
+            yield li, n, " "
+            continue
+        while i < n:
+            c = line[i]
+            if in_block_comment:
+                j = line.find("*/", i)
+                if j < 0:
+                    break
+                in_block_comment, i = False, j + 2
+                continue
+            if line.startswith("//", i):
+                break
+            if line.startswith("/*", i):
+                in_block_comment, i = True, i + 2
+                continue
+            if c in "\"'":
+                j = i + 1
+                while j < n and line[j] != c:
+                    j += 2 if line[j] == "\\" else 1
+                yield li, i, " "
+                i = j + 1
+                continue
+            yield li, i, c if c != "\n" else " "
+            i += 1
+        yield li, n, " "
+
+
+def open_scopes(lines, stop):
+    """The braces still open before line `stop`, outermost first: (header, start, brace), where
+    header is the code since the previous `;`, `{` or `}` (whitespace collapsed), start the
+    (line, column) of its first character and brace the (line, column) of the `{`."""
+    stack, header, start, depth = [], [], None, 0
+    for li, col, c in code_chars(lines):
+        if li >= stop:
+            break
+        if c == "{":
+            stack.append((" ".join("".join(header).split()), start, (li, col)))
+            header, start, depth = [], None, 0
+            continue
+        if c == "}":
+            if stack:
+                stack.pop()
+            header, start = [], None
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth = max(depth - 1, 0)
+        if c == ";" and depth == 0:
+            header, start = [], None
+            continue
+        if start is None and not c.isspace():
+            start = (li, col)
+        header.append(c)
+    return stack
+
+
+def closing_brace(lines, brace):
+    """(line, column) of the `}` that closes the `{` at `brace`."""
+    depth = 0
+    for li, col, c in code_chars(lines):
+        if (li, col) < brace:
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return li, col
+    raise ExerciseError("unbalanced braces")
+
+
+def split_top_level(text, sep):
+    """`text` split at each `sep` outside (), <>, [] and {}."""
+    parts, depth, current = [], 0, []
+    for c in text:
+        if c in "(<[{":
+            depth += 1
+        elif c in ")>]}":
+            depth -= 1
+        if c == sep and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+    parts.append("".join(current))
+    return parts
+
+
+def out_of_line_function(lines, begin):
+    """For the region at line `begin` of a header: (start, brace, close, definition signature,
+    namespaces) of the function whose body holds it, or None when it cannot move out of line."""
+    scopes = open_scopes(lines, begin)
+    classes, namespaces, function = [], [], None
+    for i in range(len(scopes) - 1, -1, -1):
+        header, start, brace = scopes[i]
+        bare = re.sub(r"^(public|private|protected)\s*:\s*", "", header)
+        if bare.startswith("namespace"):
+            name = bare[len("namespace"):].strip()
+            if not name or any(not part.isidentifier() for part in name.split("::")):
+                return None  # an unnamed namespace: nothing outside this header can define its functions
+            namespaces.insert(0, name)
+            continue
+        if bare.startswith("extern") or bare.startswith("template"):
+            return None
+        if function is None:
+            if not bare or LAMBDA.search(bare) or CONTROL.search(bare):
+                continue
+            if FUNCTION_NAME.search(bare) and not (CLASS.search(bare) and "(" not in bare):
+                function = (bare, start, brace)
+                continue
+            return None
+        cls = CLASS.search(bare)
+        if not cls or "(" in bare:
+            return None  # a function inside a function, or a scope this cannot name
+        classes.insert(0, cls.group(2))
+    if function is None:
+        return None
+    signature, start, brace = function
+    name_match = FUNCTION_NAME.search(signature)
+    name = re.sub(r"\s+", "", name_match.group(1))
+    if re.search(r"\b(constexpr|consteval|friend|template)\b", signature) or "::" in name:
+        return None
+    if classes and name in (classes[-1], "~" + classes[-1]):
+        return None  # constructors keep their initializer lists in the header
+    if not classes and re.search(r"\bstatic\b", signature):
+        return None  # internal linkage: each includer has its own copy
+    close = closing_brace(lines, brace)
+    # The definition: no specifiers a definition may not repeat, the class-qualified name, no
+    # default arguments, no override/final.
+    open_paren = name_match.end() - 1
+    depth, close_paren = 0, None
+    for j in range(open_paren, len(signature)):
+        depth += {"(": 1, ")": -1}.get(signature[j], 0)
+        if depth == 0:
+            close_paren = j
+            break
+    if close_paren is None:
+        return None
+    params = [split_top_level(p, "=")[0].strip() for p in split_top_level(signature[open_paren + 1:close_paren], ",")]
+    qualified = "::".join(classes + [name])
+    head = DROPPED_SPECIFIERS.sub("", signature[:name_match.start(1)])
+    tail = re.sub(r"\b(override|final)\b", "", signature[close_paren + 1:]).strip()
+    definition = f"{head}{qualified}({', '.join(p for p in params if p)}){(' ' + tail) if tail else ''}"
+    return start, brace, close, " ".join(definition.split()), namespaces
+
+
+def moved_rel(rel):
+    """The copy's file that holds the bodies moved out of header `rel`."""
+    stem, _ = os.path.splitext(rel)
+    return f"{stem}_exercise.cpp"
+
+
+def move_out_of_line(lines, rel, regions, module):
+    """Moves the functions that hold `regions` (of header `rel`) out of line: returns the header's
+    new lines, the new translation unit's lines, and [(region, begin, end)] of the regions in the
+    unit and of those left in the header (where their markers now are); or None when none can
+    move."""
+    found = {}
+    for r in regions:
+        fn = out_of_line_function(lines, r.begin)
+        if fn:
+            found.setdefault((fn[0], fn[1]), (fn, []))[1].append(r)
+    if not found:
+        return None
+    moved = [r for _, rs in found.values() for r in rs]
+    header = list(lines)
+    unit = [f"// Exercise copy of module {module}: the exercise bodies of {rel}, moved out of line so that an\n",
+            "// edit recompiles this file alone, not every file that includes the header (tools/exercise.py).\n",
+            "// The library itself keeps them in the header; tools/tt exercise --reset starts over.\n",
+            f'#include "{rel}"\n']
+    # Last function first, so that earlier positions stay valid while the header changes.
+    for (start, brace, close, definition, namespaces), rs in sorted(found.values(), key=lambda v: v[0][0],
+                                                                      reverse=True):
+        if brace[0] == close[0]:
+            body = [lines[brace[0]][brace[1] + 1:close[1]]]
+        else:
+            body = [lines[brace[0]][brace[1] + 1:]] + lines[brace[0] + 1:close[0]] + [lines[close[0]][:close[1]]]
+        while body and not body[0].strip():  # the rest of the `{` line
+            body.pop(0)
+        while body and not body[-1].strip():  # the indentation before the `}`
+            body.pop()
+        indent = len(lines[start[0]]) - len(lines[start[0]].lstrip())
+        body = [b[indent:] if b[:indent].isspace() else b for b in body]
+        text = ["\n"] + [f"namespace {ns} {{\n" for ns in namespaces] + ["\n", f"{definition} {{\n"]
+        text += [b if b.endswith("\n") else b + "\n" for b in body]
+        text += ["}\n", "\n"] + [f"}}  // namespace {ns}\n" for ns in reversed(namespaces)]
+        # the header keeps the declaration, without `inline` (the body is now elsewhere)
+        declaration_head = header[start[0]][:start[1]]
+        signature = "".join(header[start[0]:brace[0] + 1])[start[1]:]
+        signature = signature[:len(signature) - (len(header[brace[0]]) - brace[1])]
+        signature = INLINE_SPECIFIERS.sub("", signature).rstrip()
+        rest = header[close[0]][close[1] + 1:]
+        new = declaration_head + signature + f";  // exercise copy: the body is in {moved_rel(rel)}" + rest
+        header[start[0]:close[0] + 1] = [new if new.endswith("\n") else new + "\n"]
+        unit[4:4] = text  # functions come last first, so each goes before the others: file order
+    # The regions' markers in the unit, in order, belong to the moved regions in order.
+    markers = find_regions(unit, moved_rel(rel))
+    ordered = sorted(moved, key=lambda r: r.begin)
+    if len(markers) != len(ordered):
+        raise ExerciseError(f"{rel}: moving exercise bodies out of line lost a region")
+    spans = [(r, m.begin, m.end) for r, m in zip(ordered, markers)]
+    # The markers that stay in the header moved up: each old begin line to its new (begin, end).
+    stay_before = [m for m in find_regions(lines, rel) if not any(m.begin == r.begin for r in moved)]
+    stay_after = find_regions(header, rel)
+    if len(stay_before) != len(stay_after):
+        raise ExerciseError(f"{rel}: moving exercise bodies out of line lost a region")
+    now = {m.begin: (n.begin, n.end) for m, n in zip(stay_before, stay_after)}
+    left = [(r, *now[r.begin]) for r in regions if r not in moved]
+    return header, unit, spans, left
+
+
+def stubbed_files(root, rel, regions, readme, module):
+    """{copy path: [lines]} for one source file with `regions` (those of this file to stub)
+    replaced by stubs: the file itself and, for a header, the unit its bodies moved to."""
+    lines = read_lines(os.path.join(root, rel))
+    files = {}
+    if rel.endswith(HEADER_EXTENSIONS):
+        moved = move_out_of_line(lines, rel, regions, module)
+        if moved:
+            lines, unit, spans, left = moved
+            files[moved_rel(rel)] = stub_spans(unit, moved_rel(rel), spans, readme)
+            files[rel] = stub_spans(lines, rel, left, readme) if left else lines
+            return files
+    files[rel] = stub_spans(lines, rel, [(r, r.begin, r.end) for r in regions], readme)
+    return files
+
+
+def place_stubs(lines, rel, prefix):
+    """Puts each stub's own file:line (in the copy: `prefix`/rel) into its message."""
+    return [line.replace(WHERE, f"{prefix}/{rel}:{i + 1}") if WHERE in line else line
+            for i, line in enumerate(lines)]
 
 
 def write_if_changed(path, data):
@@ -339,6 +564,12 @@ def readme_path(root, module):
     return f"modules/{module_dir_name(root, module)}/README.md"
 
 
+def copy_prefix(root, dest):
+    """How a stub names the copy: relative to the project (exercises/15) when it lies inside it."""
+    rel = os.path.relpath(os.path.abspath(dest), os.path.abspath(root))
+    return os.path.abspath(dest) if rel.startswith("..") else rel
+
+
 def make(root, dest, module, only):
     readme = readme_path(root, module)
     regions = module_regions(root, module)
@@ -350,20 +581,61 @@ def make(root, dest, module, only):
     by_file = {}
     for r in chosen:
         by_file.setdefault(r.rel, []).append(r)
+    prefix = copy_prefix(root, dest)
+    written = {}
+    for rel, rs in by_file.items():
+        for path, lines in stubbed_files(root, rel, rs, readme, module).items():
+            written[path] = "".join(place_stubs(lines, path, prefix)).encode("utf-8")
     for rel in copied_files(root):
-        text = stubbed(root, rel, by_file.get(rel), readme)
-        if text is None:
+        data = written.get(rel)
+        if data is None:
             with open(os.path.join(root, rel), "rb") as f:
                 data = f.read()
-        else:
-            data = text.encode("utf-8")
         write_if_changed(os.path.join(dest, rel), data)
         shutil.copymode(os.path.join(root, rel), os.path.join(dest, rel))
+    # A unit of moved bodies exists only while its header's regions are stubbed (--only changes it).
+    for rel in sorted({r.rel for r in regions if r.rel.endswith(HEADER_EXTENSIONS)}):
+        unit = moved_rel(rel)
+        if unit in written:
+            write_if_changed(os.path.join(dest, unit), written[unit])
+        elif os.path.exists(os.path.join(dest, unit)):
+            os.remove(os.path.join(dest, unit))
 
 
-def list_lines(regions):
+def solve(root, copy, module, only):
+    """Writes region `only`'s library body over its stub in the copy, as a learner who got it right
+    would (tools/exercise_loop.py times the edit-to-verdict loop with it)."""
+    regions = module_regions(root, module)
+    r = next((r for r in regions if r.order == only), None)
+    if r is None:
+        raise ExerciseError(f"--only {only}: module {module} has {len(regions)} regions")
+    found = stub_place_in_copy(copy, r)
+    if found is None:
+        raise ExerciseError(f"step {only} (`{r.function}`) has no stub in {copy}")
+    rel, line = found
+    lines = read_lines(os.path.join(copy, rel))
+    begin = max(i for i in range(line) if BEGIN.match(lines[i]))
+    end = min(i for i in range(line, len(lines)) if END.match(lines[i]))
+    body = read_lines(os.path.join(root, r.rel))[r.begin + 1:r.end]
+    old_indent, new_indent = r.indent, lines[begin][:len(lines[begin]) - len(lines[begin].lstrip())]
+    body = [new_indent + b[len(old_indent):] if b.startswith(old_indent) else b for b in body]
+    with open(os.path.join(copy, rel), "w", encoding="utf-8") as f:
+        f.write("".join(lines[:begin + 1] + body + lines[end:]))
+
+
+def list_lines(regions, copy=None, root=None):
+    """One line per region: step, function, library place; with `copy`, the place in the copy
+    first (where the learner writes it) and the library's after it."""
     width = max(len(f"`{r.function}`") for r in regions)
-    return [f"step {r.order:>2}  {('`' + str(r.function) + '`'):<{width}}  {r.location}" for r in regions]
+    lines = []
+    for r in regions:
+        where = r.location
+        if copy is not None:
+            found = stub_place_in_copy(copy, r)
+            place = f"{found[0]}:{found[1]}" if found else region_place_in_copy(copy, r, regions)
+            where = f"{copy_prefix(root, copy)}/{place}  (library: {r.location})"
+        lines.append(f"step {r.order:>2}  {('`' + str(r.function) + '`'):<{width}}  {where}")
+    return lines
 
 
 # --- what a copy still stubs -----------------------------------------------------------------------
@@ -371,25 +643,50 @@ def list_lines(regions):
 def stub_line_in_copy(copy, region):
     """The 1-based line of region's stub in the learner's copy, or None once it has been written
     (the stub's message is gone)."""
-    try:
-        lines = read_lines(os.path.join(copy, region.rel))
-    except FileNotFoundError:
-        return None
-    key = region.stub_id()
-    for i, line in enumerate(lines):
-        if key in line:
-            return i + 1
+    found = stub_place_in_copy(copy, region)
+    return found[1] if found else None
+
+
+def stub_place_in_copy(copy, region):
+    """(file, 1-based line) of region's stub in the learner's copy, or None once it has been
+    written: in its own file, or in the unit its body moved to (a header's)."""
+    for rel in (region.rel, moved_rel(region.rel)):
+        try:
+            lines = read_lines(os.path.join(copy, rel))
+        except FileNotFoundError:
+            continue
+        for i, line in enumerate(lines):
+            if region.stub_id() in line or region.old_stub_id() in line:
+                return rel, i + 1
     return None
 
 
 def remaining_stubs(root, copy, module):
-    """[(region, line in the copy)] of the stubs the learner has not replaced yet, in order."""
+    """[(region, "file:line" in the copy)] of the stubs the learner has not replaced yet, in order."""
     out = []
     for r in module_regions(root, module):
-        line = stub_line_in_copy(copy, r)
-        if line is not None:
-            out.append((r, line))
+        found = stub_place_in_copy(copy, r)
+        if found is not None:
+            out.append((r, f"{found[0]}:{found[1]}"))
     return out
+
+
+def region_place_in_copy(copy, region, regions):
+    """"file:line" of a written region's BEGIN marker in the copy (its own file or the unit its
+    header's bodies moved to), or its library place when the copy's markers no longer say."""
+    same_file = sorted((r for r in regions if r.rel == region.rel), key=lambda r: r.begin)
+    index = same_file.index(region)
+    markers = []
+    for rel in (region.rel, moved_rel(region.rel)):
+        try:
+            lines = read_lines(os.path.join(copy, rel))
+        except FileNotFoundError:
+            continue
+        markers += [(rel, i + 1) for i, line in enumerate(lines)
+                    if (m := BEGIN.match(line)) and f"{int(m.group(2)):02d}" == region.module]
+    if len(markers) != len(same_file):
+        return region.location
+    return f"{markers[index][0]}:{markers[index][1]}"
 
 
 # --- test results ----------------------------------------------------------------------------------
@@ -473,7 +770,7 @@ def classify(cases, module, regions):
     """Splits the failing cases into {(function, location): [case]}, those whose every failure is
     a stub's exception, and [(case, stub or None)], those with a failure of the learner's own (an
     assertion, a crash, an error that is not a stub's), with the stub they also ran into, if any."""
-    keys = [(re.sub(r"\s+", "", r.stub_id()), r) for r in regions]
+    keys = [(re.sub(r"\s+", "", key), r) for r in regions for key in (r.stub_id(), r.old_stub_id())]
     blocked, own = {}, []
     for c in cases:
         if c.state != "failed":
@@ -512,16 +809,41 @@ def old_style_copy(copy, module):
     return None
 
 
+def step_to_fix(name, history, written):
+    """The written step most likely at fault for case `name`, which failed in the learner's code:
+    the stub that last blocked it (history: case -> step) when that step is written now, else the
+    latest written step before it, else the latest written step. None when nothing is written."""
+    orders = sorted(r.order for r in written)
+    if not orders:
+        return None
+    last = history.get(name)
+    if last in orders:
+        return last
+    earlier = [k for k in orders if last is not None and k < last]
+    return earlier[-1] if earlier else orders[-1]
+
+
+def steps_text(orders):
+    """[1] -> "Step 1 passes", [1, 2, 4] -> "Steps 1, 2 and 4 pass"."""
+    if len(orders) == 1:
+        return f"Step {orders[0]} passes"
+    return "Steps " + ", ".join(str(k) for k in orders[:-1]) + f" and {orders[-1]} pass"
+
+
 def summary(root, copy, module, junit, out=None, record_state=True):
     """Prints, after a run of module NN's suite on the copy: each failing case and what stopped
     it, the full output of the cases that failed in the learner's code, then one summary line and
-    the next region to write. Records the state for `tt status` unless `record_state` is false (a
-    run filtered by CTest arguments says nothing about the whole suite). Returns 0 when all
-    passed."""
+    where the learner stands: the written steps that pass, the step to fix first, or the next
+    region to write. Records the state for `tt status` unless `record_state` is false (a run
+    filtered by CTest arguments says nothing about the whole suite). Returns 0 when all passed.
+
+    Which step a failure of the learner's own belongs to: last-run.json keeps, for each case, the
+    stub that last blocked it. A case that stub K stopped ran every step before K without failing;
+    once K is written and the case fails in the learner's code, step K is the likely culprit."""
     out = out or sys.stdout
     cases = read_junit(junit)
-    if record_state:
-        write_json(os.path.join(copy, "last-run.json"), suite_state(cases))
+    previous = read_json(os.path.join(copy, "last-run.json")) or {}
+    history = dict(previous.get("blocked_by", {}))
     old = old_style_copy(copy, module)
     if old:
         print(f"tt: exercises/{module} was made by an older tools/tt: its stubs (e.g. in {old}) do not say which "
@@ -529,12 +851,26 @@ def summary(root, copy, module, junit, out=None, record_state=True):
               f"tools/tt exercise {module} --reset for a copy whose stubs name themselves.", file=out)
     regions = module_regions(root, module)
     blocked, own = classify(cases, module, regions)
+    left = remaining_stubs(root, copy, module)
+    stubbed_orders = {r.order for r, _ in left}
+    written = [r for r in regions if r.order not in stubbed_orders]
+    by_location = {r.location: r for r in regions}
+    for (fn, loc), group in blocked.items():
+        if loc in by_location:
+            history.update({c.name: by_location[loc].order for c in group})
+    fix = {}
+    for c, _ in own:
+        k = step_to_fix(c.name, history, written)
+        if k is not None:
+            fix.setdefault(k, []).append(c)
+    culprit = {c.name: k for k, group in fix.items() for c in group}
     failed = [c for c in cases if c.state == "failed"]
     if failed:
         print(f"\nFailing cases ({len(failed)} of {len(cases)}):", file=out)
         for c, stub in own:
+            step = f" (step {culprit[c.name]})" if c.name in culprit else ""
             also = f" (then it ran into the stub of `{stub[0]}`)" if stub else ""
-            print(f"  failed in YOUR CODE: {short_name(c.name)}{also}", file=out)
+            print(f"  failed in YOUR CODE{step}: {short_name(c.name)}{also}", file=out)
         for (fn, loc), group in blocked.items():
             for c in group:
                 print(f"  blocked by the stub of `{fn}`: {short_name(c.name)}", file=out)
@@ -558,16 +894,36 @@ def summary(root, copy, module, junit, out=None, record_state=True):
         print(f"Summary: {passed} of {len(cases)} cases passed; " + "; ".join(parts) + ".", file=out)
     else:
         print(f"Summary: all {len(cases)} cases passed.", file=out)
-    left = remaining_stubs(root, copy, module)
-    rel_copy = os.path.relpath(copy, root)
-    if left:
-        r, line = left[0]
-        print(f"{plural(len(left), 'stub')} of {left[0][0].total} still to write. Next: step {r.order}, "
-              f"`{r.function}` at {rel_copy}/{r.rel}:{line} (library: {r.location}).", file=out)
+    rel_copy = copy_prefix(root, copy)
+    passing = sorted(r.order for r in written if r.order not in fix)
+    if cases and passing and (left or fix):
+        if len(passing) == 1:
+            name = next(r.function for r in written if r.order == passing[0])
+            print(f"{steps_text(passing)}: no case fails in `{name}`.", file=out)
+        else:
+            print(f"{steps_text(passing)}: no case fails in them.", file=out)
+    if cases and fix:
+        k = min(fix)
+        r = next(r for r in regions if r.order == k)
+        names = ", ".join(short_name(c.name) for c in fix[k])
+        print(f"Fix step {k} first: `{r.function}` at {rel_copy}/{region_place_in_copy(copy, r, regions)} "
+              f"(library: {r.location}); {plural(len(fix[k]), 'case')} {'fails' if len(fix[k]) == 1 else 'fail'} "
+              f"in your code: {names}.", file=out)
+        if left:
+            print(f"{plural(len(left), 'stub')} of {r.total} still to write; step {left[0][0].order} comes after "
+                  f"step {k} passes.", file=out)
+    elif left:
+        r, place = left[0]
+        print(f"{plural(len(left), 'stub')} of {r.total} still to write. Next: step {r.order}, "
+              f"`{r.function}` at {rel_copy}/{place} (library: {r.location}).", file=out)
     elif cases and not failed:
         print(f"Every region of module {module} is written and the suite passes: module {module} done.", file=out)
     elif cases:
         print("Every stub is replaced; fix the cases above that failed in your code.", file=out)
+    if record_state:
+        state = suite_state(cases)
+        state.update({"blocked_by": history, "fix_step": min(fix) if cases and fix else None})
+        write_json(os.path.join(copy, "last-run.json"), state)
     return 1 if failed or not cases else 0
 
 
@@ -616,12 +972,22 @@ def describe_state(state):
     return f"failed {state.get('failed', '?')} of {state.get('total', '?')}"
 
 
+def exercise_mtime(copy):
+    """When the learner last ran (or made) the copy."""
+    for path in (os.path.join(copy, "last-run.json"), copy):
+        try:
+            return os.path.getmtime(path)
+        except OSError:
+            continue
+    return 0.0
+
+
 def status(root, build_dir, out=None):
     out = out or sys.stdout
     status_dir = os.path.join(build_dir, "tt-status")
     modules = sorted(n for n in os.listdir(os.path.join(root, "modules"))
                      if re.match(r"\d\d_", n) and os.path.isdir(os.path.join(root, "modules", n)))
-    rows, next_command = [], None
+    rows, next_command, in_progress = [], None, []
     for name in modules:
         nn = name[:2]
         title, time, milestone = front_matter(os.path.join(root, "modules", name, "README.md"))
@@ -643,6 +1009,8 @@ def status(root, build_dir, out=None):
                      describe_state(suite), ex_text, stubs, milestone))
         green = (exercise or {}).get("state") == "passed" if os.path.isdir(copy) else \
             (suite or {}).get("state") == "passed"
+        if os.path.isdir(copy) and regions and (left or not green):
+            in_progress.append((exercise_mtime(copy), nn, exercise or {}, left, regions))
         if next_command is None:
             if not walked:
                 next_command = f"tools/tt walkthrough {nn}"
@@ -656,6 +1024,19 @@ def status(root, build_dir, out=None):
         line = fmt.format(*r[:-1]).rstrip()
         print(line + (f"  milestone: {r[-1]}" if r[-1] else ""), file=out)
     print("", file=out)
+    if in_progress:
+        # An exercise under way comes before everything else: the one run (or made) last.
+        _, nn, exercise, left, regions = max(in_progress, key=lambda p: p[0])
+        fix = exercise.get("fix_step")
+        if fix:
+            r = next((r for r in regions if r.order == fix), None)
+            what = f"fix step {fix} of {len(regions)} first" + (f", `{r.function}`" if r else "")
+        elif left:
+            r, place = left[0]
+            what = f"step {r.order} of {r.total}, `{r.function}` at exercises/{nn}/{place}"
+        else:
+            what = "every stub is written; " + describe_state(exercise)
+        next_command = f"tools/tt exercise {nn}  ({what})"
     if next_command:
         print(f"next: {next_command}", file=out)
     else:
@@ -670,11 +1051,17 @@ def main(argv):
     p = sub.add_parser("list", help="print module NN's regions in the recommended order")
     p.add_argument("root")
     p.add_argument("module")
+    p.add_argument("--copy", help="also say where each region is in this copy")
     p = sub.add_parser("make", help="copy ROOT into DEST with module NN's regions stubbed")
     p.add_argument("root")
     p.add_argument("dest")
     p.add_argument("module")
     p.add_argument("--only", type=int, help="stub only this region (1-based, in `list` order; 0: none)")
+    p = sub.add_parser("solve", help="write region I's library body over its stub in a copy")
+    p.add_argument("root")
+    p.add_argument("copy")
+    p.add_argument("module")
+    p.add_argument("--only", type=int, required=True, help="the region (1-based, in `list` order)")
     p = sub.add_parser("summary", help="summarize a run of module NN's suite on a copy")
     p.add_argument("root")
     p.add_argument("copy")
@@ -693,9 +1080,11 @@ def main(argv):
         if args.command == "list":
             regions = module_regions(args.root, module)
             if regions:
-                print("\n".join(list_lines(regions)))
+                print("\n".join(list_lines(regions, args.copy, args.root)))
         elif args.command == "make":
             make(args.root, args.dest, module, args.only)
+        elif args.command == "solve":
+            solve(args.root, args.copy, module, args.only)
         elif args.command == "summary":
             return summary(args.root, args.copy, module, args.junit, record_state=not args.no_record)
         elif args.command == "record":

@@ -173,10 +173,20 @@ class Stubs(FixtureTest):
         dest = os.path.join(self.tmp.name, "copy")
         self.assertEqual(self.run_main("make", self.root, dest, "05")[0], 0)
         text = read(dest, "tinytorch/nn/layers.cpp")
-        self.assertIn('throw ::tt::Error("exercise 05: stub of `Sched::lr_at` (tinytorch/nn/layers.cpp:25), '
-                      'step 1 of 3 \u2014 write its body; see modules/05_layers/README.md");', text)
-        self.assertIn("stub of `Linear::forward` (tinytorch/nn/layers.cpp:8), step 2 of 3", text)
-        self.assertIn("stub of `twice` (tinytorch/nn/layers.cpp:17), step 3 of 3", text)
+        # The stub names its own file and line in the copy (the preamble moved it down 9 lines), and
+        # the region's place in the library.
+        lines = text.splitlines()
+        self.assertIn('throw ::tt::Error("exercise 05: stub of `Sched::lr_at` at '
+                      f'{dest}/tinytorch/nn/layers.cpp:34 (library: tinytorch/nn/layers.cpp:25), '
+                      'step 1 of 3 \u2014 write its body there; see modules/05_layers/README.md");', lines[33])
+        self.assertIn(f"stub of `Linear::forward` at {dest}/tinytorch/nn/layers.cpp:17 "
+                      "(library: tinytorch/nn/layers.cpp:8), step 2 of 3", lines[16])
+        self.assertIn("stub of `twice` at", lines[25])
+        self.assertIn("(library: tinytorch/nn/layers.cpp:17), step 3 of 3", lines[25])
+        # inside the project, the copy is named from the project's root
+        self.run_main("make", self.root, os.path.join(self.root, "exercises", "05"), "05")
+        self.assertIn("stub of `Linear::forward` at exercises/05/tinytorch/nn/layers.cpp:17 ",
+                      read(self.root, "exercises/05/tinytorch/nn/layers.cpp"))
         self.assertNotIn("return x + 1;", text)
         self.assertIn("return a;", text)  # module 06's region is left alone
         self.assertEqual(text.count("// TT_EXERCISE_BEGIN(05"), 3)  # markers kept
@@ -198,6 +208,85 @@ class Stubs(FixtureTest):
         rc, _, err = self.run_main("make", self.root, dest, "05", "--only", "4")
         self.assertEqual(rc, 1)
         self.assertIn("has 3 regions", err)
+
+
+HEADER = """\
+// A fixture header: an inline member function and a free one with exercise bodies.
+#pragma once
+#include <cstdint>
+
+namespace tt::detail {
+
+struct Half {
+  static TT_HOST_DEVICE uint16_t round(float f, int mode = 0) {
+    uint32_t u = 0;
+    // TT_EXERCISE_BEGIN(05, 4)
+    u = uint32_t(f) + uint32_t(mode);
+    // TT_EXERCISE_END
+    return uint16_t(u);
+  }
+  template <typename T>
+  T keep(T v) {
+    // TT_EXERCISE_BEGIN(05, 5)
+    return v;
+    // TT_EXERCISE_END
+  }
+};
+
+inline int twice(int a) {
+  // TT_EXERCISE_BEGIN(05, 6)
+  return 2 * a;
+  // TT_EXERCISE_END
+}
+
+}  // namespace tt::detail
+"""
+
+
+class HeaderBodies(FixtureTest):
+    def test_header_bodies_move_out_of_line_in_the_copy(self):
+        write(self.root, "tinytorch/core/half.h", HEADER)
+        ex._ALL_REGIONS.clear()
+        dest = os.path.join(self.root, "exercises", "05")
+        self.assertEqual(self.run_main("make", self.root, dest, "05")[0], 0)
+        header = read(dest, "tinytorch/core/half.h")
+        unit = read(dest, "tinytorch/core/half_exercise.cpp")
+        # the header keeps declarations (default argument kept, `inline` gone) and the template
+        self.assertIn("  static uint16_t round(float f, int mode = 0);  // exercise copy: the body "
+                      "is in tinytorch/core/half_exercise.cpp\n", header)  # TT_HOST_DEVICE means inline
+        self.assertIn("int twice(int a);  // exercise copy", header)
+        self.assertNotIn("inline int twice", header)
+        self.assertIn("stub of `Half::keep`", header)  # a template cannot move: stubbed in place
+        self.assertNotIn("Half::round` at", header)
+        # the unit defines them, qualified, without specifiers or default arguments, in file order
+        self.assertIn('#include "tinytorch/core/half.h"\n', unit)
+        self.assertIn("namespace tt::detail {\n\nuint16_t Half::round(float f, int mode) {\n  uint32_t u = 0;\n"
+                      "  // TT_EXERCISE_BEGIN(05, 4)\n  throw ::tt::Error(", unit)
+        self.assertLess(unit.index("Half::round"), unit.index("int twice(int a) {"))
+        self.assertIn("  return uint16_t(u);\n}\n", unit)
+        lines = unit.splitlines()
+        at = next(i for i, line in enumerate(lines) if "stub of `Half::round`" in line)
+        self.assertIn(f"at exercises/05/tinytorch/core/half_exercise.cpp:{at + 1} (library: tinytorch/core/half.h:10)",
+                      lines[at])
+        # the summary finds the stub in the unit, and --only 0 takes the unit away again
+        left = {r.function: place for r, place in ex.remaining_stubs(self.root, dest, "05")}
+        self.assertEqual(left["Half::round"], f"tinytorch/core/half_exercise.cpp:{at + 1}")
+        rc, out, _ = self.run_main("list", self.root, "05", "--copy", dest)
+        self.assertIn(f"exercises/05/tinytorch/core/half_exercise.cpp:{at + 1}  (library: tinytorch/core/half.h:10)", out)
+        # solving every step gives back the library's text (the moved bodies in the unit)
+        for i in range(1, 7):
+            self.assertEqual(self.run_main("solve", self.root, dest, "05", "--only", str(i))[0], 0)
+        self.assertEqual(ex.remaining_stubs(self.root, dest, "05"), [])
+        self.assertIn("namespace tt::detail {\n\nuint16_t Half::round(float f, int mode) {\n  uint32_t u = 0;\n"
+                      "  // TT_EXERCISE_BEGIN(05, 4)\n  u = uint32_t(f) + uint32_t(mode);\n  // TT_EXERCISE_END\n",
+                      read(dest, "tinytorch/core/half_exercise.cpp"))
+        self.assertIn("    // TT_EXERCISE_BEGIN(05, 5)\n    return v;\n", read(dest, "tinytorch/core/half.h"))
+        rc, _, err = self.run_main("solve", self.root, dest, "05", "--only", "4")
+        self.assertEqual(rc, 1)
+        self.assertIn("has no stub", err)
+        self.run_main("make", self.root, dest, "05", "--only", "0")
+        self.assertFalse(os.path.exists(os.path.join(dest, "tinytorch/core/half_exercise.cpp")))
+        self.assertEqual(read(dest, "tinytorch/core/half.h"), HEADER)
 
 
 class Summary(FixtureTest):
@@ -250,6 +339,46 @@ class Summary(FixtureTest):
         self.assertIn("Summary: all 1 cases passed.", out)
         self.assertIn("2 stubs of 3 still to write. Next: step 2, `Linear::forward`", out)
 
+    def write_step(self, function):
+        """The learner replaces the stub of `function` (a body of their own)."""
+        text = read(self.copy, "tinytorch/nn/layers.cpp").splitlines(keepends=True)
+        text = [line if f"stub of `{function}`" not in line else "  return 0;\n" for line in text]
+        write(self.copy, "tinytorch/nn/layers.cpp", "".join(text))
+
+    def test_where_the_learner_stands(self):
+        stub1 = "t.cpp:1: FAILED:\n  exercise 05: stub of `Sched::lr_at` at x:1 (library: tinytorch/nn/layers.cpp:25)"
+        stub2 = "t.cpp:1: FAILED:\n  exercise 05: stub of `Linear::forward` at x:1 (library: tinytorch/nn/layers.cpp:8)"
+        own = "t.cpp:2: FAILED:\n  REQUIRE( y == 3 )\n"
+        # first run: everything blocked by step 1
+        self.run_main("summary", self.root, self.copy, "05",
+                      self.write_run([("test_05_layers:decay", "fail", stub1), ("test_05_layers:fwd", "fail", stub1)]))
+        # step 1 written but wrong: "fix step 1 first", and the next step is not offered yet
+        self.write_step("Sched::lr_at")
+        rc, out, _ = self.run_main("summary", self.root, self.copy, "05",
+                                   self.write_run([("test_05_layers:decay", "fail", own),
+                                                   ("test_05_layers:fwd", "fail", stub2)]))
+        self.assertEqual(rc, 1)
+        self.assertIn("failed in YOUR CODE (step 1): decay", out)
+        self.assertRegex(out, r"Fix step 1 first: `Sched::lr_at` at exercises/05/tinytorch/nn/layers.cpp:\d+ "
+                              r"\(library: tinytorch/nn/layers.cpp:25\); 1 case fails in your code: decay\.")
+        self.assertIn("2 stubs of 3 still to write; step 2 comes after step 1 passes.", out)
+        self.assertNotIn("Next:", out)
+        self.assertEqual(json.loads(read(self.copy, "last-run.json"))["fix_step"], 1)
+        # step 1 fixed: it passes, and step 2 is next
+        rc, out, _ = self.run_main("summary", self.root, self.copy, "05",
+                                   self.write_run([("test_05_layers:decay", "run", ""),
+                                                   ("test_05_layers:fwd", "fail", stub2)]))
+        self.assertIn("Step 1 passes: no case fails in `Sched::lr_at`.", out)
+        self.assertIn("2 stubs of 3 still to write. Next: step 2, `Linear::forward`", out)
+        # step 2 written, and the case that its stub blocked now fails: step 2 is the one to fix
+        self.write_step("Linear::forward")
+        rc, out, _ = self.run_main("summary", self.root, self.copy, "05",
+                                   self.write_run([("test_05_layers:decay", "run", ""),
+                                                   ("test_05_layers:fwd", "fail", own)]))
+        self.assertIn("Step 1 passes", out)
+        self.assertIn("Fix step 2 first: `Linear::forward`", out)
+        self.assertIn("1 stub of 3 still to write; step 3 comes after step 2 passes.", out)
+
     def test_empty_filtered_and_skipped_runs(self):
         rc, out, _ = self.run_main("summary", self.root, self.copy, "05", self.write_run([]))
         self.assertEqual(rc, 1)
@@ -286,7 +415,24 @@ class Summary(FixtureTest):
         row06 = next(line for line in lines if line.startswith("06"))
         self.assertRegex(row05, r"Layers +about 45 min +ran +never run +failed 1 of 1 +3 of 3 to write")
         self.assertRegex(row06, r"Losses +about 30 min +not yet +failed 1 of 2 +- +no copy yet +milestone: a loss")
-        self.assertEqual(lines[-1], "next: tools/tt exercise 05")
+        # mid-exercise, the next step is the exercise, not the first walkthrough not yet run
+        self.assertEqual(lines[-1], "next: tools/tt exercise 05  (step 1 of 3, `Sched::lr_at` at "
+                                    "exercises/05/tinytorch/nn/layers.cpp:34)")
+
+    def test_status_points_at_the_exercise_under_way(self):
+        build = os.path.join(self.tmp.name, "build")
+        write(self.root, "tinytorch/nn/losses.cpp", "int l() {\n  // TT_EXERCISE_BEGIN(06)\n  return 1;\n"
+              "  // TT_EXERCISE_END\n}\n")
+        ex._ALL_REGIONS.clear()
+        copy06 = os.path.join(self.root, "exercises", "06")
+        self.run_main("make", self.root, copy06, "06")
+        os.utime(os.path.join(self.root, "exercises", "05"), (1, 1))  # 05 made long ago, 06 just now
+        rc, out, _ = self.run_main("status", self.root, build)
+        self.assertIn("next: tools/tt exercise 06  (step 1 of 2", out.splitlines()[-1])
+        # a run of 05 whose step 1 failed in the learner's code makes 05 the latest, with its verdict
+        write(self.copy, "last-run.json", json.dumps({"state": "failed", "failed": 1, "total": 2, "fix_step": 1}))
+        rc, out, _ = self.run_main("status", self.root, build)
+        self.assertEqual(out.splitlines()[-1], "next: tools/tt exercise 05  (fix step 1 of 3 first, `Sched::lr_at`)")
 
     def test_record_counts_suites_run_whole(self):
         # Module 16's suite runs as whole executables (tt_add_mpi_test): _alone and _npN count for it.
