@@ -195,6 +195,10 @@ inline int run_walkthrough(int argc, char** argv, const Walkthrough& w) {
   // many times slower than it should be and its timings mean something (Note [threading policy] in
   // tinytorch/core/threads.cpp). The timings it prints state the thread count.
   tt::relaunch_with_runtime_env(argv);
+  // The runtime's first-use warnings (a BLAS kernel set below the CPU, a busy machine) come at the
+  // first parallel op, which could fall mid-line or mid-table; asking for the thread count prints
+  // them now, on lines of their own, before anything else.
+  tt::get_num_threads();
   std::vector<bool> chosen(w.steps.size(), false);
   bool list = false;
   for (int i = 1; i < argc; ++i) {

@@ -87,6 +87,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -102,9 +103,20 @@ std::atomic<int> g_threads{0};
 std::atomic<int> g_epoch{0};  // 0: not initialised; 1: OpenMP's defaults; then +1 per set_num_threads
 thread_local int tl_epoch = -1;
 
+// Under mpirun each rank is a process of its own and would print the same warnings about the same
+// machine, into the middle of rank 0's output: rank 0 speaks for the job. The launcher's variable
+// is read because the warnings come before any process group exists.
+bool first_rank_of_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    if (const char* value = std::getenv(name)) return std::string(value) == "0";
+  }
+  return true;
+}
+
 // The first-use warnings: a BLAS kernel set below the CPU, a pthreads BLAS beside OpenMP, spinning
 // threads on a busy machine.
 void check_blas_once(int threads) {
+  if (!first_rank_of_launcher()) return;
   const cpu::BlasCoreAdvice advice = cpu::blas_core_advice_here();
   if (!advice.message.empty()) std::fprintf(stderr, "tinytorch: warning: %s\n", advice.message.c_str());
   const std::string problem = cpu::blas_threading_problem(cpu::blas_info());
