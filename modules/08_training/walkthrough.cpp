@@ -478,8 +478,8 @@ void step_7_batch_size() {
   say("If the biggest batches come out slower than batch 32, that is threading: from some matrix\n"
       "size on, the BLAS splits each product over threads, and for products this small waking them\n"
       "can cost more than the work. With a BLAS that keeps its own pool of threads beside OpenMP's\n"
-      "(OpenBLAS's pthreads build) batch 128 ran 2.6 times slower than batch 32 on the two-core\n"
-      "course machine; tinytorch links the OpenMP build, which shares one pool (tools/tt doctor\n"
+      "(OpenBLAS's pthreads build) batch 128 ran 2.6 times slower than batch 32 in one run on an\n"
+      "idle 2-core AMD EPYC with 2 threads; tinytorch links the OpenMP build, which shares one pool (tools/tt doctor\n"
       "says which you have). Compare with OMP_NUM_THREADS=1 in the environment.");
 }
 

@@ -477,8 +477,8 @@ void step_6_costs() {
               << "    forward + backward / forward = " << fmt("%.1f", ms_fb / ms_fwd) << "   (the FLOPs say 3)\n";
   }
   say("(Timings are from this machine, now; rerun to compare.) The FLOPs say that a forward and\n"
-      "backward costs 3 forwards. Where the measured ratio is close to 3 (3.1 on the two-core\n"
-      "course machine, single-threaded), the rule holds even for this small model: its time goes\n"
+      "backward costs 3 forwards. Where the measured ratio is close to 3 (3.0 in one single-threaded\n"
+      "run on a 2-core AMD EPYC, Zen 3), the rule holds even for this small model: its time goes\n"
       "into matrix products. Where it is well above 3, fixed costs are showing: each op's\n"
       "dispatch, the backward's autograd nodes and saved tensors, gradients allocated and summed,\n"
       "or, with several threads on a busy machine, threads waiting for each other. AdamW's update\n"

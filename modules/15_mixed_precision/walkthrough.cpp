@@ -37,6 +37,17 @@ using tt::BFloat16;
 using tt::Tensor;
 namespace nn = tt::nn;
 
+// The BLAS's kernel set, as `tools/tt doctor` reports it ("Zen (AVX2+FMA)"): the float32 GEMM's
+// speed depends on it (OPENBLAS_CORETYPE chooses it). Empty when the report has no such line.
+std::string blas_kernels() {
+  const std::string report = tt::config_report();
+  const std::string key = "\n  kernels";
+  const size_t at = report.find(key);
+  if (at == std::string::npos) return "";
+  const size_t from = report.find_first_not_of(' ', at + key.size());
+  return report.substr(from, report.find('\n', from) - from);
+}
+
 // --- bits ----------------------------------------------------------------------------------------
 
 uint32_t bits_of(float f) {
@@ -190,6 +201,10 @@ void step_2_rounding() {
       "bits (0x7F800001) must not become infinity, as plain truncation would make it:");
   SHOW(std::isnan(float(tt::BFloat16(float_of(0x7F800001u)))));
   SHOW(hex16(tt::BFloat16(float_of(0x7F800001u)).bits));
+  say("round_to_bits keeps a NaN's top half, so its sign and the top 7 bits of its payload, and\n"
+      "sets the quiet bit 0x0040 (0x7F80 | 0x0040 above). A negative NaN with a payload in the high\n"
+      "bits keeps both (PyTorch's c10 returns 0x7FC0 for every NaN instead):");
+  SHOW(hex16(tt::BFloat16(float_of(0xFFA12345u)).bits));
   SHOW(float(tt::BFloat16(std::numeric_limits<float>::infinity())));
   SHOW(float(tt::BFloat16(std::numeric_limits<float>::max())));
   SHOW(hex16(tt::BFloat16(-0.0f).bits));
@@ -323,6 +338,28 @@ void step_4_dot() {
 
 // -----------------------------------------------------------------------------------------------
 
+// How many casts of the parameter w the graph behind `out` holds: the ToCopyBackward0 nodes whose
+// input is w itself (its AccumulateGrad).
+int64_t casts_of(const Tensor& out, const Tensor& w) {
+  std::vector<tt::autograd::Node*> stack;
+  std::vector<tt::autograd::Node*> seen;
+  if (out.grad_fn()) stack.push_back(out.grad_fn().get());
+  int64_t casts = 0;
+  while (!stack.empty()) {
+    tt::autograd::Node* node = stack.back();
+    stack.pop_back();
+    if (std::find(seen.begin(), seen.end(), node) != seen.end()) continue;
+    seen.push_back(node);
+    for (const tt::autograd::Edge& e : node->next_edges) {
+      if (!e.fn) continue;
+      const auto* acc = dynamic_cast<const tt::autograd::AccumulateGrad*>(e.fn.get());
+      if (node->name() == "ToCopyBackward0" && acc != nullptr && acc->variable.get() == w.unsafe_impl()) ++casts;
+      stack.push_back(e.fn.get());
+    }
+  }
+  return casts;
+}
+
 void step_5_autocast() {
   say("Mixed precision keeps what lives across steps in float32 (parameters, gradients, the\n"
       "optimizer's moments) and runs the matrix products, where the time goes, in bf16 with\n"
@@ -414,6 +451,42 @@ void step_5_autocast() {
       "ways and compares the losses); a test comparing gradients elementwise would, with ReLU, so\n"
       "the suite's uses GELU. Autocast is off during backward: each gradient takes the dtype of\n"
       "the forward value it belongs to.");
+  say("Autocast keeps the casts of parameters (leaves that require grad) until the outermost guard\n"
+      "closes: a weight that several listed ops read under one guard is converted once. A\n"
+      "recurrent cell unrolled over 8 time steps reads its weight 8 times; counting the casts of\n"
+      "cell.weight in the graph (ToCopyBackward0 nodes whose input is the weight):");
+  RUN(nn::Linear cell(16, 16));
+  RUN(Tensor xs = tt::randn({8, 4, 16}));
+  {
+    Tensor h = tt::zeros({4, 16});
+    {
+      tt::AutocastGuard autocast(tt::kCPU);
+      for (int64_t t = 0; t < 8; ++t) h = tt::tanh(cell.forward(h) + xs[t]);
+    }
+    std::cout << ">>> { AutocastGuard autocast(kCPU); for 8 steps: h = tanh(cell.forward(h) + xs[t]); }\n"
+              << "    casts_of(h, cell.weight): " << casts_of(h, cell.weight) << "\n";
+    h = tt::zeros({4, 16});
+    for (int64_t t = 0; t < 8; ++t) {
+      tt::AutocastGuard autocast(tt::kCPU);
+      h = tt::tanh(cell.forward(h) + xs[t]);
+    }
+    std::cout << ">>> for 8 steps: { AutocastGuard autocast(kCPU); h = tanh(cell.forward(h) + xs[t]); }\n"
+              << "    casts_of(h, cell.weight): " << casts_of(h, cell.weight) << "\n";
+  }
+  say("One guard: one bf16 copy, read by all eight products. A guard per step: eight casts of the\n"
+      "same weight. Module 14's GPT with its tied embedding and head is not such a case: the\n"
+      "embedding lookup is not a listed op and reads the float32 weight as it is, so only the head\n"
+      "casts it, once per forward, with the cache or without:");
+  RUN(nn::GPT gpt(nn::GPTOptions(11, 16).n_layer(2).n_embd(64).n_head(4)));
+  {
+    Tensor ids = tt::randint(11, {4, 16}), logits;
+    {
+      tt::AutocastGuard autocast(tt::kCPU);
+      logits = gpt(ids);
+    }
+    std::cout << ">>> { AutocastGuard autocast(kCPU); logits = gpt(ids); }\n"
+              << "    casts_of(logits, gpt.tok_emb->weight): " << casts_of(logits, gpt.tok_emb->weight) << "\n";
+  }
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -508,10 +581,19 @@ void step_6_loss_scaling() {
   }
   say("float16 spans 40 binades, 2^-24 to 2^16 (the lowest 10 of them subnormal, with fewer\n"
       "bits); these gradients span 30, so one scale can fit them, but it must be found, it moves\n"
-      "as the gradients shrink during training, and every overflow costs a step. bf16 spans\n"
-      "2^-133 to 2^128, float32's range: it keeps all of them with no scale, nothing becomes zero\n"
-      "and nothing is off by more than 2^-8. That is what autocast's bf16 buys: no loss scaler, no\n"
-      "skipped steps, no inf checks. AutocastGuard takes bf16 only, and says why:");
+      "as the gradients shrink during training, and every overflow costs a step. bf16 has\n"
+      "float32's exponent: its normal numbers span float32's, 2^-126 to 2^128, and it keeps all\n"
+      "of these gradients with no scale, nothing becomes zero and nothing is off by more than\n"
+      "2^-8. Only at the very bottom does it lose what float32 keeps: float32's subnormals go down\n"
+      "to 2^-149, bf16's, with 7 mantissa bits instead of 23, only to 2^-133 = 9.2e-41:");
+  SHOW(float(tt::BFloat16(1.0e-39f)));
+  SHOW(float(tt::BFloat16(1.0e-40f)));
+  SHOW(float(tt::BFloat16(4.0e-41f)));
+  say("1e-39 becomes 11 x 2^-133 (4 significant bits, 1% off), 1e-40 becomes 2^-133 (one bit,\n"
+      "8% off), and anything at or below 2^-134 = 4.6e-41 rounds to 0. Gradients that small are\n"
+      "not what training runs on, and no scaler is needed to keep the rest. That is what\n"
+      "autocast's bf16 buys: no loss scaler, no skipped steps, no inf checks. AutocastGuard takes\n"
+      "bf16 only, and says why:");
   SHOW_ERROR(tt::AutocastGuard(tt::kCPU, tt::kFloat32));
 }
 
@@ -523,6 +605,10 @@ void step_7_speed() {
       "and adds them, in pairs, into 16 float32 sums. Does this CPU have it, and does the bf16\n"
       "GEMM use it (backend/cpu/gemm_bf16.h)?");
   SHOW(tt::cpu::gemm_bf16_native());
+  if (!tt::cpu::gemm_bf16_native())
+    say("No: here the bf16 GEMM widens blocks of its operands to float32 and hands them to the\n"
+        "same sgemm (the same math: a product of two bf16 values is exact in float32). Expect no\n"
+        "gain below, only the widening's cost; the gain needs AVX512-BF16 (or a GPU).");
   say("A [n, n] x [n, n] product in float32 (OpenBLAS's sgemm) and in bf16, timed in turn\n"
       "(A B A B ..., so that both see the same machine), the best of each:");
   {
@@ -535,7 +621,7 @@ void step_7_speed() {
       a32.matmul(b32);
       a16.matmul(b16);  // warm up: threads, allocator
       double t32 = 1e30, t16 = 1e30;
-      const int rounds = n >= 1024 ? 2 : 6;
+      const int rounds = n >= 1024 ? 3 : 6;
       for (int r = 0; r < rounds; ++r) {
         t32 = std::min(t32, best_ms([&] { a32.matmul(b32); }, 1));
         t16 = std::min(t16, best_ms([&] { a16.matmul(b16); }, 1));
@@ -545,8 +631,9 @@ void step_7_speed() {
                 << fmt("%13.2f", t16) << fmt("%10.1f", gflop / t16 * 1e3) << fmt("%14.2f", t32 / t16) << "x\n";
     }
     const int threads = tt::get_num_threads();
-    std::cout << "    (best of 6 runs each, 2 at n = 1024; " << threads
-              << (threads == 1 ? " thread)\n" : " threads)\n");
+    const std::string kernels = blas_kernels();
+    std::cout << "    (best of 6 runs each, 3 at n = 1024; " << threads << (threads == 1 ? " thread" : " threads")
+              << (kernels.empty() ? "" : "; BLAS kernels " + kernels) << ")\n";
   }
   say("Arithmetic intensity: 2 n^3 FLOPs over the 3 n^2 numbers read and written (both operands\n"
       "and the result, once each) is n / 6 FLOPs per byte in float32 and n / 3 in bf16, " +

@@ -2,8 +2,9 @@
 // backend); all-reduce and its siblings by hand; all-reduce latency and bandwidth measured against
 // message size; two ranks on batch B against one process on batch 2B, parameter by parameter;
 // the gradient buckets of the tiny GPT; backward overlapped with the all-reduces against one
-// all-reduce after backward; no_sync gradient accumulation; the DistributedSampler's shards; and
-// the memory arithmetic of ZeRO and tensor parallelism. Run it with `tools/tt walkthrough 16`,
+// all-reduce after backward, over shared memory and over a simulated slower link (SlowLink);
+// no_sync gradient accumulation; the DistributedSampler's shards; and the memory arithmetic of
+// ZeRO and tensor parallelism. Run it with `tools/tt walkthrough 16`,
 // which starts two ranks under mpirun (or `mpirun -np 2 build/modules/walkthrough_16`). Every
 // rank runs every step, since collectives need all of them; only rank 0 prints. Run alone it is a
 // world of one: it says so, and the steps that need a partner shrink or explain instead. Each
@@ -16,7 +17,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -238,8 +242,10 @@ void step_3_bandwidth() {
             << "        size      reps      time us   algbw GB/s   busbw GB/s\n";
   double first_us = 0, last_bw = 0, peak_bw = 0;
   int64_t peak_n = 0;
-  for (int64_t n : {int64_t(4), int64_t(64), int64_t(1) << 10, int64_t(16) << 10, int64_t(256) << 10,
-                    int64_t(1) << 20, int64_t(4) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
+  std::vector<std::pair<int64_t, double>> measured;  // (bytes, best us)
+  for (int64_t n : {int64_t(4), int64_t(64), int64_t(1) << 10, int64_t(4) << 10, int64_t(16) << 10,
+                    int64_t(64) << 10, int64_t(256) << 10, int64_t(1) << 20, int64_t(4) << 20, int64_t(16) << 20,
+                    int64_t(64) << 20}) {
     Tensor x = tt::ones({n / 4});
     const int reps = int(std::max<int64_t>(5, std::min<int64_t>(200, (int64_t(256) << 20) / n / 4)));
     dist::allreduce(x);  // warm-up: buffers, pages, the communication thread
@@ -255,6 +261,7 @@ void step_3_bandwidth() {
     const double best = t.min().item<double>();
     const double algbw = double(n) / best / 1e9;
     if (n == 4) first_us = best * 1e6;
+    measured.emplace_back(n, best * 1e6);
     last_bw = algbw * bus;
     if (last_bw > peak_bw) {
       peak_bw = last_bw;
@@ -266,18 +273,33 @@ void step_3_bandwidth() {
   const int threads = tt::get_num_threads();
   std::cout << "    (" << world() << " ranks, " << threads << (threads == 1 ? " thread" : " threads")
             << " each, best of reps)\n";
-  std::cout << ">>> the latency floor t(4 B); the best bus bandwidth and where; n_half = t(4 B) x that bandwidth\n"
-            << "    t(4 B) ~ " << fmt("%.1f", first_us) << " us; bus bandwidth at best " << fmt("%.2f", peak_bw)
-            << " GB/s (" << bytes_text(double(peak_n)) << "), at 64 MiB " << fmt("%.2f", last_bw)
-            << " GB/s; n_half ~ " << bytes_text(first_us * 1e-6 * peak_bw / bus * 1e9) << "\n";
+  // n_half: the size where the two terms of t(n) are equal, so that the time is twice the floor;
+  // linear between the two measured sizes around it.
+  double n_half = 0;
+  int64_t below = 0, above = 0;
+  for (size_t i = 1; i < measured.size() && n_half == 0; ++i) {
+    if (measured[i].second < 2 * first_us) continue;
+    const auto [n0, t0] = measured[i - 1];
+    const auto [n1, t1] = measured[i];
+    n_half = double(n0) + (2 * first_us - t0) / (t1 - t0) * double(n1 - n0);
+    below = n0;
+    above = n1;
+  }
+  std::cout << ">>> the latency floor t(4 B); n_half, where the time reaches 2 t(4 B); the best bus bandwidth\n"
+            << "    t(4 B) ~ " << fmt("%.1f", first_us) << " us; n_half ~ " << bytes_text(n_half) << " (between "
+            << bytes_text(double(below)) << " and " << bytes_text(double(above)) << "); bus bandwidth at best "
+            << fmt("%.2f", peak_bw) << " GB/s (" << bytes_text(double(peak_n)) << "), at 64 MiB "
+            << fmt("%.2f", last_bw) << " GB/s\n";
   say("t(4 B) is two tiny all-reduces: the group first all-reduces a fingerprint of each\n"
       "collective's arguments, to catch ranks that disagree (section 2), then the data. Below\n"
-      "n_half an all-reduce is latency: sending 1 KiB costs about what 4 bytes cost. Above\n"
-      "it, time grows with the bytes. On one machine the \"link\" is memory: the bandwidth is best\n"
-      "while both ranks' tensors stay in the caches, and falls once they spill to DRAM. This is\n"
-      "why gradients are not sent one tensor at a time (a GPT-2 has ~150 parameter tensors, many\n"
-      "of them small) but packed into buckets of megabytes, and why a bucket should not be so\n"
-      "large that it waits for all of backward (section 6).");
+      "n_half an all-reduce is mostly latency: sending 1 KiB costs about what 4 bytes cost. Above\n"
+      "it, time grows with the bytes. n_half is well below t(4 B) x the best bandwidth: small\n"
+      "messages never reach the rate of large ones, so one beta does not fit every size. On one\n"
+      "machine the \"link\" is memory, shared with every other program, and the bandwidth of the\n"
+      "largest sizes moves from run to run. This is why gradients are not sent one tensor at a\n"
+      "time (a GPT-2 has ~150 parameter tensors, many of them small) but packed into buckets of\n"
+      "megabytes, and why a bucket should not be so large that it waits for all of backward\n"
+      "(section 6).");
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -401,6 +423,78 @@ void step_5_buckets() {
 
 // -----------------------------------------------------------------------------------------------
 
+// The link of step 6's second part: --link-gbps and --link-us.
+double link_gbps = 0.125;  // 1 Gbit/s Ethernet
+double link_us = 50;       // latency of one ring step over it
+
+// A process group whose all-reduces take as long as they would over a slower link: `gbps` GB/s and
+// `alpha_us` of latency per ring step, as between two machines. Every collective still runs on
+// the real group (here MPI over shared memory); an all-reduce's Work then completes only once such
+// a link would have carried it, 2 (W - 1) alpha + 2 (W - 1) / W x n / bandwidth after the later of
+// its start and the end of the all-reduce before it (the link carries one at a time). The wait is
+// a sleep: like a network card that moves the bytes by DMA, the simulated wire takes no CPU.
+class SlowLink final : public dist::ProcessGroup {
+ public:
+  SlowLink(std::shared_ptr<dist::ProcessGroup> inner, double gbps, double alpha_us)
+      : dist::ProcessGroup(inner->rank(), inner->size()),
+        inner_(std::move(inner)),
+        bytes_per_s_(gbps * 1e9),
+        alpha_s_(alpha_us * 1e-6) {}
+
+  // The seconds the link needs for an all-reduce of `bytes`.
+  double seconds(double bytes) const {
+    const double W = size();
+    return 2 * (W - 1) * alpha_s_ + 2 * (W - 1) / W * bytes / bytes_per_s_;
+  }
+
+  dist::Backend backend() const override { return inner_->backend(); }
+  std::shared_ptr<dist::Work> allreduce(const Tensor& t, dist::ReduceOp op) override {
+    return on_link(inner_->allreduce(t, op), t);
+  }
+  std::shared_ptr<dist::Work> allreduce_unchecked(const Tensor& t, dist::ReduceOp op) override {
+    return on_link(inner_->allreduce_unchecked(t, op), t);
+  }
+  std::shared_ptr<dist::Work> broadcast(const Tensor& t, int root) override { return inner_->broadcast(t, root); }
+  std::shared_ptr<dist::Work> allgather(const Tensor& out, const Tensor& in) override {
+    return inner_->allgather(out, in);
+  }
+  std::shared_ptr<dist::Work> reduce_scatter(const Tensor& out, const Tensor& in, dist::ReduceOp op) override {
+    return inner_->reduce_scatter(out, in, op);
+  }
+  std::shared_ptr<dist::Work> barrier() override { return inner_->barrier(); }
+  [[noreturn]] void abort(const std::string& why) override {
+    inner_->abort(why);
+    std::abort();  // not reached: inner_->abort ends the job
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct LinkWork final : dist::Work {
+    std::shared_ptr<dist::Work> inner;
+    Clock::time_point done;
+    bool is_completed() override { return inner->is_completed() && Clock::now() >= done; }
+    void wait() override {
+      inner->wait();
+      std::this_thread::sleep_until(done);
+    }
+  };
+  std::shared_ptr<dist::Work> on_link(std::shared_ptr<dist::Work> work, const Tensor& t) {
+    auto w = std::make_shared<LinkWork>();
+    w->inner = std::move(work);
+    const auto busy = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(seconds(double(t.numel()) * double(t.element_size()))));
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_ = std::max(Clock::now(), free_) + busy;
+    w->done = free_;
+    return w;
+  }
+
+  std::shared_ptr<dist::ProcessGroup> inner_;
+  double bytes_per_s_, alpha_s_;
+  std::mutex mutex_;
+  Clock::time_point free_{};
+};
+
 void step_6_overlap() {
   say("What overlap buys. A GPT of 4 blocks, E = 256, one forward and backward on 2 x 32 tokens\n"
       "per rank, timed three ways: with no communication at all (a plain model), with DDP and one\n"
@@ -417,12 +511,10 @@ void step_6_overlap() {
     tt::manual_seed(16);
     return std::make_shared<nn::GPT>(options);
   };
-  auto plain = make(), one_model = make(), many_model = make();
+  auto plain = make();
   const int64_t n_params = count_parameters(plain->parameters());
   std::cout << ">>> nn::GPT(nn::GPTOptions(64, 32).n_layer(4).n_embd(256).n_head(4))\n    " << n_params
             << " parameters, " << mib(4.0 * double(n_params)) << " of gradients\n";
-  nn::DistributedDataParallel<nn::GPT> one(one_model, ddp_options().bucket_cap_mb(1e6));
-  nn::DistributedDataParallel<nn::GPT> many(many_model, ddp_options().bucket_cap_mb(1.0));
   tt::manual_seed(uint64_t(160 + rank()));
   Tensor ids = tt::randint(64, {2, 32}), targets = tt::randint(64, {2, 32});
   auto step = [&](auto&& forward, const std::vector<Tensor>& params) {
@@ -433,35 +525,44 @@ void step_6_overlap() {
     tt::F::cross_entropy(logits.reshape({-1, 64}), targets.reshape({-1})).backward();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   };
-  auto run_plain = [&] { return step([&](const Tensor& x) { return plain->forward(x); }, plain->parameters()); };
-  auto run_one = [&] { return step([&](const Tensor& x) { return one.forward(x); }, one.parameters()); };
-  auto run_many = [&] { return step([&](const Tensor& x) { return many.forward(x); }, many.parameters()); };
-  run_plain();
-  run_one();
-  run_many();
-  const int rounds = solo ? 2 : 15;
-  double best_plain = 1e30, best_one = 1e30, best_many = 1e30;
-  std::vector<double> ratios;
-  for (int r = 0; r < rounds; ++r) {
-    const double p = max_over_ranks(run_plain()), o = max_over_ranks(run_one()), m = max_over_ranks(run_many());
-    best_plain = std::min(best_plain, p);
-    best_one = std::min(best_one, o);
-    best_many = std::min(best_many, m);
-    ratios.push_back(o / m);
-  }
-  std::sort(ratios.begin(), ratios.end());
-  std::cout << ">>> forward + backward (+ gradient averaging), ms, the slowest rank, best of " << rounds << " rounds, "
-            << tt::get_num_threads() << (tt::get_num_threads() == 1 ? " thread" : " threads") << " a rank\n"
-            << "    no communication (plain model)             " << fmt("%8.2f", best_plain) << "\n"
-            << "    DDP, one bucket, all-reduce after backward " << fmt("%8.2f", best_one) << "\n"
-            << "    DDP, buckets of 1 MiB, overlapped          " << fmt("%8.2f", best_many) << "\n"
-            << "    one bucket / 1 MiB buckets: best " << fmt("%.2f", best_one / best_many) << "x, per round "
-            << fmt("%.2f", ratios.front()) << " .. " << fmt("%.2f", ratios.back()) << "x (median "
-            << fmt("%.2f", ratios[ratios.size() / 2]) << ")\n";
-  const dist::Reducer::LastBackward lo = one.reducer()->last_backward(), lm = many.reducer()->last_backward();
-  std::cout << ">>> reducer()->last_backward(): buckets started during backward / buckets\n"
-            << "    one bucket:      " << lo.buckets_started_during_backward << " / " << lo.buckets << "\n"
-            << "    1 MiB buckets:   " << lm.buckets_started_during_backward << " / " << lm.buckets << "\n";
+  // The plain model, DDP with one bucket and DDP with 1 MiB buckets, all-reducing over `link`,
+  // timed in turn round after round; prints the three best times and the per-round ratios.
+  auto compare = [&](const std::shared_ptr<dist::ProcessGroup>& link, const char* what) {
+    auto one_model = make(), many_model = make();
+    nn::DistributedDataParallel<nn::GPT> one(one_model, ddp_options().process_group(link).bucket_cap_mb(1e6));
+    nn::DistributedDataParallel<nn::GPT> many(many_model, ddp_options().process_group(link).bucket_cap_mb(1.0));
+    auto run_plain = [&] { return step([&](const Tensor& x) { return plain->forward(x); }, plain->parameters()); };
+    auto run_one = [&] { return step([&](const Tensor& x) { return one.forward(x); }, one.parameters()); };
+    auto run_many = [&] { return step([&](const Tensor& x) { return many.forward(x); }, many.parameters()); };
+    run_plain();
+    run_one();
+    run_many();
+    const int rounds = solo ? 2 : 15;
+    double best_plain = 1e30, best_one = 1e30, best_many = 1e30;
+    std::vector<double> ratios;
+    for (int r = 0; r < rounds; ++r) {
+      const double p = max_over_ranks(run_plain()), o = max_over_ranks(run_one()), m = max_over_ranks(run_many());
+      best_plain = std::min(best_plain, p);
+      best_one = std::min(best_one, o);
+      best_many = std::min(best_many, m);
+      ratios.push_back(o / m);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    std::cout << ">>> forward + backward (+ gradient averaging), ms, the slowest rank, best of " << rounds
+              << " rounds, " << tt::get_num_threads() << (tt::get_num_threads() == 1 ? " thread" : " threads")
+              << " a rank; " << what << "\n"
+              << "    no communication (plain model)             " << fmt("%8.2f", best_plain) << "\n"
+              << "    DDP, one bucket, all-reduce after backward " << fmt("%8.2f", best_one) << "\n"
+              << "    DDP, buckets of 1 MiB, overlapped          " << fmt("%8.2f", best_many) << "\n"
+              << "    one bucket / 1 MiB buckets: best " << fmt("%.2f", best_one / best_many) << "x, per round "
+              << fmt("%.2f", ratios.front()) << " .. " << fmt("%.2f", ratios.back()) << "x (median "
+              << fmt("%.2f", ratios[ratios.size() / 2]) << ")\n";
+    const dist::Reducer::LastBackward lo = one.reducer()->last_backward(), lm = many.reducer()->last_backward();
+    std::cout << ">>> reducer()->last_backward(): buckets started during backward / buckets\n"
+              << "    one bucket:      " << lo.buckets_started_during_backward << " / " << lo.buckets << "\n"
+              << "    1 MiB buckets:   " << lm.buckets_started_during_backward << " / " << lm.buckets << "\n";
+  };
+  compare(group(), "all-reduces over shared memory");
   say(solo ? "Alone, the difference between the rows is the cost of copying gradients into buckets and\n"
              "back: small next to the step."
            : "The communication cost is the gap between the first two rows (it includes waiting for\n"
@@ -474,6 +575,24 @@ void step_6_overlap() {
              "are no faster than one bucket, and often slower. With a spare core per rank, or a GPU\n"
              "with NCCL (the all-reduce on its own stream, NVLink or the network moving the bytes),\n"
              "overlap hides most of the gap, while the single bucket always leaves it all exposed.");
+  if (solo) return;
+  auto link = std::make_shared<SlowLink>(group(), link_gbps, link_us);
+  say("What overlap buys when the bytes travel on something that is not the cores: ranks on two\n"
+      "machines, joined by a network whose card moves the bytes by DMA while the CPU computes. This\n"
+      "machine has no such link, so it is simulated (SlowLink, above): every all-reduce still\n"
+      "runs over shared memory, and then waits, asleep, until a link of " + fmt("%g", link_gbps) +
+      " GB/s (" + fmt("%g", link_gbps * 8) + " Gbit/s)\n"
+      "with " + fmt("%g", link_us) +
+      " us of latency per ring step would have carried it, one all-reduce after the other. For\n"
+      "all the gradients at once that is:");
+  std::cout << ">>> 2 (W - 1) alpha + 2 (W - 1) / W x n / bandwidth, n = " << mib(4.0 * double(n_params)) << "\n    "
+            << fmt("%.2f", link->seconds(4.0 * double(n_params)) * 1e3) << " ms\n";
+  compare(link, "all-reduces over the simulated link");
+  say("The one bucket pays the whole wire time after backward. The 1 MiB buckets start on the\n"
+      "wire while backward still computes, so the part of the wire time that backward covers is\n"
+      "hidden. The CPU cost of the real all-reduces has not gone away (on a loaded machine it can\n"
+      "still eat the gain); what changed is that most of the communication time is now spent on\n"
+      "the wire, where nothing computes. (--link-gbps G and --link-us A choose the link.)");
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -650,6 +769,23 @@ int main(int argc, char** argv) {
     std::cout << (alone() ? "A world of one (run by `tools/tt walkthrough 16` for two ranks).\n"
                           : "A world of " + std::to_string(world()) + " ranks; rank 0 prints.\n");
     std::cout.precision(6);
+  };
+  w.usage = "[--link-gbps G] [--link-us A]";
+  w.usage_help =
+      "  --link-gbps G  step 6's simulated link between the ranks: G GB/s (default 0.125, 1 Gbit/s)\n"
+      "  --link-us A    and A microseconds of latency per ring step (default 50)\n";
+  w.parse = [](int argc, char** argv, int i) {
+    const std::string a = argv[i];
+    if (a != "--link-gbps" && a != "--link-us") return 0;
+    char* end = nullptr;
+    const double v = i + 1 < argc ? std::strtod(argv[i + 1], &end) : -1;
+    if (end == nullptr || *end != '\0' || !(v >= 0) || (a == "--link-gbps" && !(v > 0))) {
+      std::cerr << "walkthrough_16: " << a << " wants a " << (a == "--link-gbps" ? "positive" : "non-negative")
+                << " number\n";
+      return -1;
+    }
+    (a == "--link-gbps" ? link_gbps : link_us) = v;
+    return 2;
   };
   w.steps = {
       {"1", "The world: ranks, local ranks, backend", step_1_world},

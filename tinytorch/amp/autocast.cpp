@@ -30,8 +30,10 @@ namespace tt {
 // The hooks are the one place where ops/ reaches up into amp/: the cast has to happen at the op's
 // entry, where PyTorch's Autocast dispatch key sits in front of its kernels.
 // Casts of leaves that require grad (the parameters) are cached until the outermost guard closes,
-// so a weight used twice in a forward (tied embeddings) is cast once. Do not step the optimizer
-// inside the guard: the cache would hand out the weights' old values (PyTorch has the same rule).
+// so a weight that several listed ops read under one guard (a layer applied in a loop, several
+// forwards in one guard) is cast once; tied embeddings gain nothing, since the lookup is not a
+// listed op. Do not step the optimizer inside the guard: the cache would hand out the weights' old
+// values (PyTorch has the same rule).
 
 namespace {
 

@@ -1,12 +1,12 @@
 // tt::BFloat16: the 16-bit brain float (1 sign, 8 exponent, 7 mantissa bits), stored as the top
 // half of a float32, converted with round-to-nearest-even. Arithmetic goes through float.
 //
-// Note [bfloat16]: bf16 keeps float32's exponent range (so no overflow where float32 has none,
-// and no loss scaling) but only 8 significant bits, about 2-3 decimal digits: one rounding
+// Note [bfloat16]: bf16 keeps float32's exponent range (it overflows only from 3.3962e38 up, and
+// needs no loss scaling) but only 8 significant bits, about 2-3 decimal digits: one rounding
 // costs up to 2^-8 = 0.39% relative. tinytorch stores bf16 and computes in float32: every
 // kernel reads bf16, works in float, and rounds once when it writes (PyTorch's "opmath"), and
-// every sum and dot product accumulates in float32. The same bits as torch.bfloat16: a float
-// converts to the nearest bf16, ties to even, NaN stays NaN (quiet).
+// every sum and dot product accumulates in float32. torch.bfloat16's bits (nearest, ties to even),
+// but a NaN keeps its sign and top 7 payload bits, quieted (torch gives 0x7FC0 for every NaN).
 #pragma once
 
 #include <cstdint>
