@@ -485,6 +485,7 @@ def move_out_of_line(lines, rel, regions, module):
             "// edit recompiles this file alone, not every file that includes the header (tools/exercise.py).\n",
             "// The library itself keeps them in the header; tools/tt exercise --reset starts over.\n",
             f'#include "{rel}"\n']
+    functions_at = len(unit)  # after the comment and the include
     # Last function first, so that earlier positions stay valid while the header changes.
     for (start, brace, close, definition, namespaces), rs in sorted(found.values(), key=lambda v: v[0][0],
                                                                       reverse=True):
@@ -509,7 +510,7 @@ def move_out_of_line(lines, rel, regions, module):
         rest = header[close[0]][close[1] + 1:]
         new = declaration_head + signature + f";  // exercise copy: the body is in {moved_rel(rel)}" + rest
         header[start[0]:close[0] + 1] = [new if new.endswith("\n") else new + "\n"]
-        unit[4:4] = text  # functions come last first, so each goes before the others: file order
+        unit[functions_at:functions_at] = text  # last function first, each before the others: file order
     # The regions' markers in the unit, in order, belong to the moved regions in order.
     markers = find_regions(unit, moved_rel(rel))
     ordered = sorted(moved, key=lambda r: r.begin)
@@ -639,13 +640,6 @@ def list_lines(regions, copy=None, root=None):
 
 
 # --- what a copy still stubs -----------------------------------------------------------------------
-
-def stub_line_in_copy(copy, region):
-    """The 1-based line of region's stub in the learner's copy, or None once it has been written
-    (the stub's message is gone)."""
-    found = stub_place_in_copy(copy, region)
-    return found[1] if found else None
-
 
 def stub_place_in_copy(copy, region):
     """(file, 1-based line) of region's stub in the learner's copy, or None once it has been

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <tinytorch/backend/cpu/blas_info.h>
 #include <tinytorch/backend/cpu/gemm_bf16.h>
 #include <tinytorch/tinytorch.h>
 
@@ -38,14 +39,11 @@ using tt::Tensor;
 namespace nn = tt::nn;
 
 // The BLAS's kernel set, as `tools/tt doctor` reports it ("Zen (AVX2+FMA)"): the float32 GEMM's
-// speed depends on it (OPENBLAS_CORETYPE chooses it). Empty when the report has no such line.
+// speed depends on it (OPENBLAS_CORETYPE chooses it). Empty when the BLAS does not say.
 std::string blas_kernels() {
-  const std::string report = tt::config_report();
-  const std::string key = "\n  kernels";
-  const size_t at = report.find(key);
-  if (at == std::string::npos) return "";
-  const size_t from = report.find_first_not_of(' ', at + key.size());
-  return report.substr(from, report.find('\n', from) - from);
+  const tt::cpu::BlasInfo info = tt::cpu::blas_info();
+  if (info.core.empty() || info.vendor != "OpenBLAS") return info.core;
+  return info.core + " (" + tt::cpu::simd_level_name(tt::cpu::openblas_core_level(info.core)) + ")";
 }
 
 // --- bits ----------------------------------------------------------------------------------------
