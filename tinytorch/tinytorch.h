@@ -41,6 +41,7 @@
 #include "tinytorch/data/dataloader.h"
 #include "tinytorch/data/dataset.h"
 #include "tinytorch/data/distributed_sampler.h"
+#include "tinytorch/data/image_datasets.h"
 #include "tinytorch/data/preprocess.h"
 #include "tinytorch/data/random.h"
 #include "tinytorch/data/sequence_tasks.h"

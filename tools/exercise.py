@@ -1018,6 +1018,12 @@ def status(root, build_dir, out=None):
         line = fmt.format(*r[:-1]).rstrip()
         print(line + (f"  milestone: {r[-1]}" if r[-1] else ""), file=out)
     print("", file=out)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import milestones  # here, not at the top: it imports this module
+    print("milestones (tools/tt milestone list | run NAME):", file=out)
+    for line in milestones.table_lines(root, build_dir):
+        print("  " + line, file=out)
+    print("", file=out)
     if in_progress:
         # An exercise under way comes before everything else: the one run (or made) last.
         _, nn, exercise, left, regions = max(in_progress, key=lambda p: p[0])
@@ -1031,6 +1037,10 @@ def status(root, build_dir, out=None):
         else:
             what = "every stub is written; " + describe_state(exercise)
         next_command = f"tools/tt exercise {nn}  ({what})"
+    if next_command is None:
+        waiting = milestones.next_to_run(root, build_dir)
+        if waiting:
+            next_command = f"tools/tt milestone run {waiting}"
     if next_command:
         print(f"next: {next_command}", file=out)
     else:
