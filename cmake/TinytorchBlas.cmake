@@ -1,6 +1,6 @@
 # Picks the BLAS tinytorch links, and gives it as the target tinytorch::blas (exported with the
 # library, so a consumer links the same BLAS without finding it again). Note [threading policy]
-# in tinytorch/core/threads.cpp says why the OpenMP build of OpenBLAS is preferred.
+# in tinytorch/backend/threads.cpp says why the OpenMP build of OpenBLAS is preferred.
 #
 #   (default)              OpenBLAS. Its OpenMP build (Debian: libopenblas0-openmp) when present,
 #                          else whichever libopenblas the system links (Debian's default is the

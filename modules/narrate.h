@@ -193,7 +193,7 @@ inline int run_walkthrough(int argc, char** argv, const Walkthrough& w) {
   // First, before any thread starts: OpenBLAS's proper kernels, idle OpenMP threads that sleep
   // rather than spin, and on a busy machine only the idle cores, so that a walkthrough there is not
   // many times slower than it should be and its timings mean something (Note [threading policy] in
-  // tinytorch/core/threads.cpp). The timings it prints state the thread count.
+  // tinytorch/backend/threads.cpp). The timings it prints state the thread count.
   tt::relaunch_with_runtime_env(argv);
   // The runtime's first-use warnings (a BLAS kernel set below the CPU, a busy machine) come at the
   // first parallel op, which could fall mid-line or mid-table; asking for the thread count prints

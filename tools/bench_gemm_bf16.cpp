@@ -23,8 +23,8 @@
 #include "tinytorch/backend/cpu/blas_info.h"
 #include "tinytorch/backend/cpu/cpu_features.h"
 #include "tinytorch/backend/cpu/gemm_bf16.h"
-#include "tinytorch/core/runtime_info.h"
-#include "tinytorch/core/threads.h"
+#include "tinytorch/backend/runtime_info.h"
+#include "tinytorch/backend/threads.h"
 
 namespace {
 

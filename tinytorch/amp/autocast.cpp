@@ -4,9 +4,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "tinytorch/autograd/grad_mode.h"
 #include "tinytorch/core/error.h"
-#include "tinytorch/ops/copy.h"
 
 namespace tt {
 
@@ -27,8 +25,10 @@ namespace tt {
 // off on its thread, so an op that calls other ops (cross_entropy calls log_softmax) is not cast
 // twice. Backward passes run with autocast off (autograd/engine.cpp): a gradient keeps the dtype
 // of the forward value it belongs to.
-// The hooks are the one place where ops/ reaches up into amp/: the cast has to happen at the op's
-// entry, where PyTorch's Autocast dispatch key sits in front of its kernels.
+// The cast has to happen at the op's entry, where PyTorch's Autocast dispatch key sits in front of
+// its kernels: the hook (amp::autocast, ops/autocast_hook.cpp) is called there. It casts with an
+// op, so it lives in ops/; this file holds the policy and the per-thread state, below ops/ and
+// autograd/ (the engine turns autocast off for a backward pass).
 // Casts of leaves that require grad (the parameters) are cached until the outermost guard closes,
 // so a weight that several listed ops read under one guard (a layer applied in a loop, several
 // forwards in one guard) is cast once; tied embeddings gain nothing, since the lookup is not a
@@ -65,23 +65,6 @@ constexpr const char* kNames[] = {TT_AUTOCAST_OPS(TT_AUTOCAST_NAME)};
 constexpr CastPolicy kPolicies[] = {TT_AUTOCAST_OPS(TT_AUTOCAST_POLICY)};
 #undef TT_AUTOCAST_POLICY
 
-// float32 and bf16 tensors are cast; integers, bools and float64 are not (as PyTorch's autocast).
-bool eligible(const Tensor& t) { return t.defined() && (t.dtype() == kFloat32 || t.dtype() == kBFloat16); }
-
-Tensor cast(const Tensor& t, ScalarType to) {
-  // TT_EXERCISE_BEGIN(15, 2)
-  if (!eligible(t) || t.dtype() == to) return t;
-  const bool cacheable = to != kFloat32 && t.is_leaf() && t.requires_grad() && GradMode::is_enabled();
-  if (!cacheable) return to_dtype(t, to);
-  auto& cache = state().cache;
-  auto it = cache.find(t.unsafe_impl());
-  if (it != cache.end() && it->second.second.dtype() == to) return it->second.second;
-  Tensor c = to_dtype(t, to);
-  cache[t.unsafe_impl()] = {t, c};
-  return c;
-  // TT_EXERCISE_END
-}
-
 }  // namespace
 
 AutocastGuard::AutocastGuard(DeviceType device_type, ScalarType dtype, bool enabled) : device_type_(device_type) {
@@ -110,34 +93,19 @@ const char* op_name(AutocastOp op) { return kNames[size_t(op) % kNumAutocastOps]
 CastPolicy policy(AutocastOp op) { return kPolicies[size_t(op) % kNumAutocastOps]; }
 uint64_t autocast_hits(AutocastOp op) { return state().hits[size_t(op) % kNumAutocastOps]; }
 
-Autocast::Autocast(AutocastOp op, std::initializer_list<Tensor> inputs) {
-  TT_CHECK(inputs.size() <= 4, "autocast: ", op_name(op), " passes ", inputs.size(), " tensors, at most 4 fit");
-  const Tensor* first = nullptr;
-  for (const Tensor& t : inputs)
-    if (eligible(t)) {
-      first = &t;
-      break;
-    }
-  if (first == nullptr || !is_autocast_enabled(first->device().type)) return;
-  device_type_ = first->device().type;
-  const ScalarType to = policy(op) == CastPolicy::LowerPrecision ? get_autocast_dtype(device_type_) : kFloat32;
-  size_t i = 0;
-  for (const Tensor& t : inputs) inputs_[i++] = cast(t, to);
-  ++state().hits[size_t(op) % kNumAutocastOps];
-  device_state(device_type_).enabled = false;  // the op's body runs as written
-  active_ = true;
-}
+namespace detail {
 
-Autocast::Autocast(Autocast&& other) noexcept : active_(other.active_), device_type_(other.device_type_) {
-  for (size_t i = 0; i < 4; ++i) inputs_[i] = std::move(other.inputs_[i]);
-  other.active_ = false;
+Tensor cached_cast(const Tensor& source, ScalarType to) {
+  auto& cache = state().cache;
+  auto it = cache.find(source.unsafe_impl());
+  if (it == cache.end() || it->second.second.dtype() != to) return Tensor();
+  return it->second.second;
 }
+void cache_cast(const Tensor& source, const Tensor& cast) { state().cache[source.unsafe_impl()] = {source, cast}; }
+void count_hit(AutocastOp op) { ++state().hits[size_t(op) % kNumAutocastOps]; }
+void set_enabled(DeviceType device_type, bool enabled) { device_state(device_type).enabled = enabled; }
 
-Autocast::~Autocast() {
-  if (active_) device_state(device_type_).enabled = true;
-}
-
-Autocast autocast(AutocastOp op, std::initializer_list<Tensor> inputs) { return Autocast(op, inputs); }
+}  // namespace detail
 
 }  // namespace amp
 

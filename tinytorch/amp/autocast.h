@@ -1,5 +1,7 @@
 // Autocast (automatic mixed precision): tt::AutocastGuard, and the one list of the ops it changes,
 // each with its cast policy. See Note [autocast] in autocast.cpp and modules/15_mixed_precision.
+// The hook each listed op calls, which does the casting, is amp::autocast in ops/autocast_hook.h:
+// it casts with an op, so it sits above ops/ while this policy sits below (no include climbs).
 //
 //   tt::AutocastGuard autocast(tt::kCPU, tt::kBFloat16);   // or tt::kCUDA, as torch.autocast
 //   tt::Tensor loss = F::cross_entropy(model->forward(x), y);  // linear in bf16, the loss in float32
@@ -8,7 +10,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 
 #include "tinytorch/core/device.h"
 #include "tinytorch/core/dtype.h"
@@ -26,7 +27,7 @@ namespace tt {
 // Every other op runs in the dtype of its inputs, promoted as usual: bf16 + float32 is float32,
 // so a residual connection in float32 stays float32. Elementwise ops on bf16 compute in float32
 // and round once (Note [bf16 compute] in backend/bf16_compute.h).
-// A new entry needs its hook in the op's function (amp::autocast(...), see below); an entry
+// A new entry needs its hook in the op's function (amp::autocast(...), ops/autocast_hook.h); an entry
 // without one is flagged by the test that walks this list (tests/amp/test_autocast.cpp).
 enum class CastPolicy : uint8_t { LowerPrecision, Float32 };
 #define TT_AUTOCAST_OPS(X)                                               \
@@ -78,36 +79,20 @@ constexpr size_t kNumAutocastOps = 0
     TT_AUTOCAST_OPS(TT_AUTOCAST_COUNT);
 #undef TT_AUTOCAST_COUNT
 
-// The hook at the top of each listed op:
-//   if (auto cast = amp::autocast(AutocastOp::Linear, {x, w, b})) return linear(cast[0], cast[1], cast[2]);
-// When autocast is on for the inputs' device, `cast` holds the inputs cast by the op's policy
-// (differentiable casts, as Tensor::to; integer, bool and float64 tensors pass unchanged) and
-// turns autocast off on this thread while it lives, so the op's own body and the ops it calls run
-// as written (PyTorch casts once, at the outermost op, the same way). Otherwise it is empty
-// (false) and the op goes on as usual.
-class Autocast {
- public:
-  Autocast() = default;
-  Autocast(AutocastOp op, std::initializer_list<Tensor> inputs);
-  ~Autocast();
-  Autocast(Autocast&& other) noexcept;
-  Autocast(const Autocast&) = delete;
-  Autocast& operator=(const Autocast&) = delete;
-  Autocast& operator=(Autocast&&) = delete;
-
-  explicit operator bool() const { return active_; }
-  const Tensor& operator[](size_t i) const { return inputs_[i]; }
-
- private:
-  bool active_ = false;
-  DeviceType device_type_ = kCPU;
-  Tensor inputs_[4];
-};
-Autocast autocast(AutocastOp op, std::initializer_list<Tensor> inputs);
-
 // How many ops went through autocast on this thread (a counter for the test that checks every
 // listed op has its hook).
 uint64_t autocast_hits(AutocastOp op);
+
+// This thread's autocast state, for the hook at the top of each listed op (amp::autocast,
+// ops/autocast_hook.h), which casts with ops and so lives above them: the cached casts of
+// parameters (kept until the outermost AutocastGuard closes; Note [autocast]), the hook counter,
+// and turning autocast off and on again around an op's body.
+namespace detail {
+Tensor cached_cast(const Tensor& source, ScalarType to);  // undefined when none is cached
+void cache_cast(const Tensor& source, const Tensor& cast);
+void count_hit(AutocastOp op);
+void set_enabled(DeviceType device_type, bool enabled);
+}  // namespace detail
 
 }  // namespace amp
 

@@ -1,4 +1,5 @@
-// backend_for(), the one lookup of a device's kernels, and blas_compatible().
+// backend_for() and allocator_for(), the lookups of a device's kernels and of its memory, and
+// blas_compatible().
 #include "tinytorch/backend/backend.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include "tinytorch/backend/bf16_compute.h"
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cuda/entry.h"
+#include "tinytorch/core/allocator.h"
 
 namespace tt {
 
@@ -30,6 +32,16 @@ Backend& backend_for(const Device& device) {
   return *cuda;
 #else
   throw DeviceError("backend_for: tinytorch was built without CUDA");
+#endif
+}
+
+Allocator& allocator_for(const Device& device) {
+  if (device.is_cpu()) return cpu_allocator();
+  check_device_available(device, "allocate");
+#ifdef TINYTORCH_HAS_CUDA
+  return cuda_allocator(device.index);
+#else
+  throw DeviceError("allocate: tinytorch was built without CUDA");
 #endif
 }
 

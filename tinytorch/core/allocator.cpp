@@ -1,4 +1,5 @@
-// The CPU caching allocator and the device -> allocator lookup.
+// The CPU caching allocator and the memory statistics of any device (the device -> allocator
+// lookup, allocator_for, is at the device seam: backend/backend.cpp).
 #include "tinytorch/core/allocator.h"
 
 #include <sys/mman.h>
@@ -8,7 +9,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tinytorch/backend/cuda/entry.h"
 #include "tinytorch/core/error.h"
 
 namespace tt {
@@ -122,18 +122,10 @@ class CpuCachingAllocator final : public Allocator {
 
 }  // namespace
 
-Allocator& allocator_for(const Device& device) {
-  if (device.is_cpu()) {
-    // Leaked on purpose: tensors in static storage may be freed after main returns.
-    static auto* cpu = new CpuCachingAllocator();
-    return *cpu;
-  }
-  check_device_available(device, "allocate");
-#ifdef TINYTORCH_HAS_CUDA
-  return cuda_allocator(device.index);
-#else
-  throw DeviceError("allocate: tinytorch was built without CUDA");
-#endif
+Allocator& cpu_allocator() {
+  // Leaked on purpose: tensors in static storage may be freed after main returns.
+  static auto* cpu = new CpuCachingAllocator();
+  return *cpu;
 }
 
 namespace memory {

@@ -30,8 +30,11 @@ class Allocator {
   virtual void empty_cache() = 0;  // returns cached, unused blocks to the system
 };
 
-// The allocator of a device. Throws DeviceError for a device this build cannot use.
+// The allocator of a device. Throws DeviceError for a device this build cannot use. Defined at
+// the device seam (backend/backend.cpp), beside backend_for: core/ knows no device but the CPU.
 Allocator& allocator_for(const Device& device);
+// The CPU's caching allocator (what allocator_for(kCPU) returns).
+Allocator& cpu_allocator();
 
 namespace memory {
 MemoryStats stats(const Device& device = kCPU);

@@ -1,4 +1,4 @@
-// The checks behind Note [threading policy] ("Waiting", "A busy machine") in core/threads.cpp.
+// The checks behind Note [threading policy] ("Waiting", "A busy machine") in backend/threads.cpp.
 #include "tinytorch/core/runtime_policy.h"
 
 #include <dirent.h>

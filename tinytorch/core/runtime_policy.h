@@ -1,13 +1,13 @@
 // How a program shares the machine: how OpenMP's idle threads wait between parallel regions and
 // how many threads run when other programs are busy, and the advice tinytorch gives when nobody
-// chose (Note [threading policy], "Waiting" and "A busy machine", in core/threads.cpp).
+// chose (Note [threading policy], "Waiting" and "A busy machine", in backend/threads.cpp).
 #pragma once
 
 #include <string>
 
 namespace tt {
 
-// What tt::relaunch_with_runtime_env (core/runtime_info.h) sets where the environment says nothing.
+// What tt::relaunch_with_runtime_env (backend/runtime_info.h) sets where the environment says nothing.
 enum class RuntimePolicy {
   // OMP_WAIT_POLICY=passive (idle threads sleep at once), and on a busy machine only the cores the
   // other programs leave idle (OMP_NUM_THREADS): the examples and walkthroughs.

@@ -274,7 +274,7 @@ class Tensor {
 };
 
 // Printing like PyTorch: tensor([[1.0000, 2.0000], ...], dtype=float64). Large tensors are
-// summarized with "...". Defined in core/print.cpp.
+// summarized with "...". Defined in ops/print.cpp.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 std::string to_string(const Tensor& t);
 

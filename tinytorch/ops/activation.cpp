@@ -15,7 +15,7 @@
 // gelu_backward again: every order of derivative is right.
 #include "tinytorch/ops/activation.h"
 
-#include "tinytorch/amp/autocast.h"
+#include "tinytorch/ops/autocast_hook.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"

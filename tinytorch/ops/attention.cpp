@@ -26,7 +26,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "tinytorch/amp/autocast.h"
+#include "tinytorch/ops/autocast_hook.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/activation.h"

@@ -1,7 +1,7 @@
 // matmul and friends: shape rules and batch broadcasting here, GEMM in backend/*/gemm.
 #include "tinytorch/ops/linalg.h"
 
-#include "tinytorch/amp/autocast.h"
+#include "tinytorch/ops/autocast_hook.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"

@@ -23,7 +23,7 @@
 
 #include <vector>
 
-#include "tinytorch/amp/autocast.h"
+#include "tinytorch/ops/autocast_hook.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/backend/device_error.h"

@@ -21,7 +21,7 @@
 
 #include <limits>
 
-#include "tinytorch/amp/autocast.h"
+#include "tinytorch/ops/autocast_hook.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
 #include "tinytorch/ops/copy.h"

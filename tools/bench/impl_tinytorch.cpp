@@ -193,7 +193,7 @@ Impl make_tinytorch_impl() {
   Impl impl;
   impl.name = "tinytorch";
   // tt::set_num_threads: OpenMP's count (tinytorch's loops) and the BLAS's (its matmul), one
-  // setting (Note [threading policy] in tinytorch/core/threads.cpp).
+  // setting (Note [threading policy] in tinytorch/backend/threads.cpp).
   impl.set_threads = [](int n) { tt::set_num_threads(n); };
   impl.describe = [] {
     // How idle libgomp workers wait matters when OpenMP regions alternate with OpenBLAS's own

@@ -17,7 +17,7 @@
 //    then sets libgomp to 1 thread FOR TINYTORCH TOO, silently: `--threads 0` shows it
 //    (omp_get_max_threads() goes 2 -> 1 once LibTorch has been touched).
 //  * OpenBLAS's threads: since issue 16 tinytorch links OpenBLAS's OpenMP build, so they are
-//    libgomp's too (Note [threading policy] in tinytorch/core/threads.cpp); with the pthreads
+//    libgomp's too (Note [threading policy] in tinytorch/backend/threads.cpp); with the pthreads
 //    build (libopenblas0-pthread) they are a pool of their own. The raw openblas impl,
 //    tinytorch's matmul and LibTorch's float matmul all run on this one library: LibTorch's
 //    libtorch_cpu.so needs libblas.so.3, which on Debian resolves (alternatives) to
@@ -43,7 +43,7 @@
 
 #include "cuda_bench.h"
 #include "harness.h"
-#include "tinytorch/core/runtime_info.h"
+#include "tinytorch/backend/runtime_info.h"
 
 namespace {
 

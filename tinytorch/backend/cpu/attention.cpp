@@ -4,7 +4,7 @@
 //
 // Note [fused attention on the CPU]: heads are independent, so threads split the (batch, head)
 // pairs and each thread calls the BLAS on its own head, single-threaded (BlasSingleThread and
-// Note [threading policy] in core/threads.cpp). Per head:
+// Note [threading policy] in backend/threads.cpp). Per head:
 //   forward   S = scale * Q K^T (+ bias),  P = softmax(S) per row,  O = P V
 //   backward  dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(dP * P)) * scale,
 //             dQ = dS K,  dK = dS^T Q

@@ -1,6 +1,6 @@
 // The BLAS's own functions (thread count, kernel set, configuration) behind one seam, compiled
 // for the vendor CMake linked (TINYTORCH_BLAS_VENDOR_OpenBLAS / _BLIS / _Other), and the check
-// that the kernel set OpenBLAS picked matches the CPU (Note [threading policy] in core/threads.cpp).
+// that the kernel set OpenBLAS picked matches the CPU (Note [threading policy] in backend/threads.cpp).
 #include "tinytorch/backend/cpu/blas_info.h"
 
 #include <algorithm>

@@ -8,12 +8,12 @@
 #include <cstdint>
 
 #include "tinytorch/backend/cpu/blas_info.h"
-#include "tinytorch/core/threads.h"
+#include "tinytorch/backend/threads.h"
 
 namespace tt::cpu {
 
 // Keeps the BLAS on the calling thread while our OpenMP threads each call it on their own tiles
-// (Note [threading policy] in core/threads.cpp). An OpenMP build of the BLAS already does that
+// (Note [threading policy] in backend/threads.cpp). An OpenMP build of the BLAS already does that
 // inside a parallel region, so then this does nothing: setting its count would also set
 // OpenMP's for this thread (OpenBLAS's openblas_set_num_threads calls omp_set_num_threads) and
 // run the region itself on one thread. A pthreads BLAS is set to one thread for the scope and

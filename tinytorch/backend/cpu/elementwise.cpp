@@ -10,7 +10,7 @@
 #include "tinytorch/backend/cpu/cpu_backend.h"
 #include "tinytorch/backend/cpu/loop.h"
 #include "tinytorch/backend/visit.h"
-#include "tinytorch/core/threads.h"
+#include "tinytorch/backend/threads.h"
 
 namespace tt::cpu {
 

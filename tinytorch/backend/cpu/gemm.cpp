@@ -26,7 +26,7 @@
 #include "tinytorch/backend/cpu/gemm_bf16.h"
 #include "tinytorch/backend/cpu/gemm_blocked.h"
 #include "tinytorch/backend/cpu/loop.h"
-#include "tinytorch/core/threads.h"
+#include "tinytorch/backend/threads.h"
 
 namespace tt::cpu {
 

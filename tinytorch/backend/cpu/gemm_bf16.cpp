@@ -17,7 +17,7 @@
 #include "tinytorch/backend/cpu/cpu_features.h"
 #include "tinytorch/backend/cpu/loop.h"
 #include "tinytorch/backend/cpu/scratch.h"
-#include "tinytorch/core/threads.h"
+#include "tinytorch/backend/threads.h"
 
 namespace tt::cpu {
 

@@ -44,7 +44,7 @@ class ParallelErrors {
 int omp_num_threads_now();  // threads in the current parallel region
 int omp_thread_num_now();   // this thread's number in it
 // Threads a new region on this thread will get, after applying tt::set_num_threads to it
-// (Note [threading policy] in core/threads.cpp). Call it before every region.
+// (Note [threading policy] in backend/threads.cpp). Call it before every region.
 int parallel_threads();
 
 template <int N>

@@ -1,6 +1,5 @@
 // The entry points through which the rest of the library reaches the CUDA backend: its kernels
-// (backend_for, backend/backend.cpp) and its caching allocator (allocator_for,
-// core/allocator.cpp). Plain declarations with no CUDA header, so any file may include them; they
+// (backend_for) and its caching allocator (allocator_for), both looked up in backend/backend.cpp. Plain declarations with no CUDA header, so any file may include them; they
 // are defined, and may be called, only in a build with TINYTORCH_HAS_CUDA.
 #pragma once
 

@@ -44,7 +44,7 @@
 // know (virtual machines hide it) gets 'Prescott' (SSE3), about 5x slower than the AVX-512
 // kernels. The first parallel op compares the kernel set with the CPU's features
 // (backend/cpu/blas_info.h) and, if it falls short, warns once with the OPENBLAS_CORETYPE to set.
-// It cannot be changed after load: tt::relaunch_with_runtime_env (core/runtime_info.h) sets the
+// It cannot be changed after load: tt::relaunch_with_runtime_env (backend/runtime_info.h) sets the
 // variable and re-executes the program, which the examples and walkthroughs do first thing;
 // tools/tt sets it too.
 //
@@ -72,7 +72,7 @@
 // it still read 2.1, and the demo trained on 1 thread of an idle 2-core machine. A program keeps
 // what it chose at its start; OMP_NUM_THREADS, or tt::set_num_threads, overrides it.
 //
-// Who gets what. relaunch_with_runtime_env(argv) (core/runtime_info.h), which the examples and
+// Who gets what. relaunch_with_runtime_env(argv) (backend/runtime_info.h), which the examples and
 // the walkthroughs call first, sets both where the environment says nothing
 // (RuntimePolicy::SharedMachine): learners' machines are often busy, and there a 4x to 30x loss
 // outweighs a few percent on an idle one. tools/tt runs tests, walkthroughs and the demo passive
@@ -81,7 +81,7 @@
 // it loads, so a library cannot change them in a program that is already running: a program that
 // does not call the relaunch is warned at its first parallel op when the machine is busy and
 // nothing was chosen (detail::busy_machine_advice), and tt doctor lists the same problem.
-#include "tinytorch/core/threads.h"
+#include "tinytorch/backend/threads.h"
 
 #include <omp.h>
 

@@ -16,7 +16,7 @@ namespace tt {
 std::string config_report();
 
 // Call it first thing in main, before any thread starts. Sets, where the environment says nothing,
-// what OpenMP and OpenBLAS read only when they load (Note [threading policy] in core/threads.cpp):
+// what OpenMP and OpenBLAS read only when they load (Note [threading policy] in backend/threads.cpp):
 //   - OPENBLAS_CORETYPE, when OpenBLAS picked kernels below what the CPU runs (says so on stderr);
 //   - with RuntimePolicy::SharedMachine: OMP_WAIT_POLICY=passive, unless OMP_WAIT_POLICY or
 //     GOMP_SPINCOUNT is set, so that idle threads sleep instead of spinning on cores a busy machine

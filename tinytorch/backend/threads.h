@@ -1,5 +1,5 @@
 // tt::set_num_threads / tt::get_num_threads: the one thread count that governs tinytorch's
-// OpenMP regions and the BLAS (Note [threading policy] in core/threads.cpp).
+// OpenMP regions and the BLAS (Note [threading policy] in backend/threads.cpp).
 #pragma once
 
 namespace tt {

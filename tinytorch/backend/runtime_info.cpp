@@ -1,6 +1,6 @@
 // config_report (tools/tt doctor) and relaunch_with_runtime_env (Note [threading policy] in
-// core/threads.cpp).
-#include "tinytorch/core/runtime_info.h"
+// backend/threads.cpp).
+#include "tinytorch/backend/runtime_info.h"
 
 #include <omp.h>
 #include <unistd.h>
@@ -16,7 +16,7 @@
 #include "tinytorch/backend/cpu/gemm_bf16.h"
 #include "tinytorch/core/device.h"
 #include "tinytorch/core/error.h"
-#include "tinytorch/core/threads.h"
+#include "tinytorch/backend/threads.h"
 
 namespace tt {
 
