@@ -57,6 +57,10 @@ void save_decision_boundaries(const std::string& path, const std::vector<Scatter
   draw_title(img, title);
   for (size_t p = 0; p < panels.size(); ++p) {
     const ScatterPanel& panel = panels[p];
+    TT_CHECK_SHAPE(panel.points.dim() == 2 && panel.points.size(0) >= 1 && panel.points.size(1) == 2 &&
+                       panel.labels.dim() == 1 && panel.labels.size(0) == panel.points.size(0),
+                   "save_decision_boundaries: a panel needs points [N, 2] with N >= 1 and labels [N], got ",
+                   panel.points.shape(), " and ", panel.labels.shape());
     const std::vector<float> xy = floats(panel.points);
     const std::vector<int64_t> labels = ints(panel.labels);
     const size_t n = labels.size();
@@ -139,8 +143,8 @@ void save_confusion_matrix(const std::string& path, const tt::Tensor& truth, con
 
 void save_image_grid(const std::string& path, const tt::Tensor& images, const std::vector<std::string>& captions,
                      const std::vector<bool>& wrong, const std::string& title) {
-  TT_CHECK_SHAPE(images.dim() == 4 && images.size(1) == 1,
-           "save_image_grid: images must be [N, 1, H, W], got ", images.shape());
+  TT_CHECK_SHAPE(images.dim() == 4 && images.size(1) == 1 && images.size(0) >= 1,
+                 "save_image_grid: images must be [N, 1, H, W] with N >= 1, got ", images.shape());
   const int64_t n = images.size(0), h = images.size(2), w = images.size(3);
   TT_CHECK(int64_t(captions.size()) == n && int64_t(wrong.size()) == n, "save_image_grid: ", n,
            " images but ", captions.size(), " captions and ", wrong.size(), " flags");

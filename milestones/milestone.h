@@ -1,8 +1,8 @@
 // What every milestone program shares: its verdict (one PASS/FAIL line with the measured number
 // against the threshold, and the exit status), the common flags (--out, --threshold, --seed), and
 // the figures a milestone saves (points with a decision boundary, a confusion matrix, a grid of
-// small images). tools/milestones.py runs the programs (`tools/tt milestone`); see README.md's
-// "Milestones" section.
+// small images). `tools/tt milestone` builds and runs the programs (tools/milestones.py holds their
+// table, decides whose code runs and keeps the verdicts); see README.md's "Milestones" section.
 //
 //   milestones::Verdict v{"test accuracy", 0.95, milestones::kAtLeast, milestones::kPercent};
 //   ... train ...
@@ -75,15 +75,22 @@ class Verdict {
   void require(bool holds, const std::string& failure) {
     if (!holds) failures_.push_back(failure);
   }
-  int finish(double value) const {
+  // Whether `value` passes and every requirement held.
+  bool ok(double value) const { return failures_.empty() && passes(value, threshold_, direction_); }
+  // The verdict line for `value`: the number against the threshold, then the failed requirements
+  // ("FAIL: accuracy 100.00% >= 100.00% (XOR was learned)": the number held, a requirement did not).
+  std::string line(double value) const {
     std::string note;
     for (const std::string& f : failures_) note += (note.empty() ? "" : "; ") + f;
-    std::string line = verdict_line(what_, value, threshold_, direction_, unit_, note);
-    const bool ok = failures_.empty() && passes(value, threshold_, direction_);
-    if (!ok && line.rfind("PASS", 0) == 0) line.replace(0, 4, "FAIL");
-    std::printf("%s\n", line.c_str());
+    std::string text = verdict_line(what_, value, threshold_, direction_, unit_, note);
+    if (!ok(value) && text.rfind("PASS", 0) == 0) text.replace(0, 4, "FAIL");
+    return text;
+  }
+  // Prints line(value) and returns the exit status: 0 pass, 1 fail.
+  int finish(double value) const {
+    std::printf("%s\n", line(value).c_str());
     std::fflush(stdout);
-    return ok ? 0 : 1;
+    return ok(value) ? 0 : 1;
   }
 
  private:
@@ -117,7 +124,7 @@ struct ScatterPanel {
   std::function<tt::Tensor(const tt::Tensor&)> predict;
 };
 // One PNG with the panels side by side (each about 360 px square), regions shaded lightly in each
-// class's colour, the points on top (a wrong prediction ringed in black).
+// class's colour, the points on top (a wrong prediction ringed in black). Each panel needs >= 1 point.
 void save_decision_boundaries(const std::string& path, const std::vector<ScatterPanel>& panels,
                               const std::string& title);
 
@@ -125,8 +132,8 @@ void save_decision_boundaries(const std::string& path, const std::vector<Scatter
 void save_confusion_matrix(const std::string& path, const tt::Tensor& truth, const tt::Tensor& predicted,
                            const std::vector<std::string>& class_names, const std::string& title);
 
-// Small greyscale images [N, 1, H, W] (values in [0, 1]) in a grid, each captioned ("7", or
-// "7 -> 1" in red where the prediction is wrong).
+// Small greyscale images [N, 1, H, W] (values in [0, 1]), N >= 1, in a grid, each captioned by the
+// caller ("7"; digits writes "7 as 1" for a wrong answer), the captions flagged `wrong` in red.
 void save_image_grid(const std::string& path, const tt::Tensor& images, const std::vector<std::string>& captions,
                      const std::vector<bool>& wrong, const std::string& title);
 

@@ -32,8 +32,11 @@ TEST_CASE("a failed requirement turns the verdict into FAIL and is named; the ex
   CHECK(ok.finish(0.90) == 1);
   Verdict required("accuracy", 0.95, kAtLeast, kPercent);
   required.require(true, "never shown");
+  CHECK(required.line(0.97) == "PASS: accuracy 97.00% >= 95.00%");
   required.require(false, "the checkpoint differs");
   required.require(false, "XOR was learned");
+  CHECK(required.line(0.97) == "FAIL: accuracy 97.00% >= 95.00% (the checkpoint differs; XOR was learned)");
+  CHECK(required.line(0.90) == "FAIL: accuracy 90.00% < 95.00% (the checkpoint differs; XOR was learned)");
   CHECK(required.finish(0.97) == 1);
 }
 
@@ -46,7 +49,13 @@ TEST_CASE("bytes and percentages are printed for people", "[milestones]") {
 
 TEST_CASE("the figures refuse input they cannot draw", "[milestones]") {
   REQUIRE_THROWS_WITH(save_image_grid("/tmp/never.png", tt::zeros({2, 8, 8}), {"a", "b"}, {false, false}, "t"),
-                    Contains("save_image_grid: images must be [N, 1, H, W], got [2, 8, 8]"));
+                      Contains("save_image_grid: images must be [N, 1, H, W] with N >= 1, got [2, 8, 8]"));
+  REQUIRE_THROWS_WITH(save_image_grid("/tmp/never.png", tt::zeros({0, 1, 8, 8}), {}, {}, "t"),
+                      Contains("with N >= 1, got [0, 1, 8, 8]"));
+  const auto none = [](const tt::Tensor& p) { return tt::zeros({p.size(0)}, tt::kInt64); };
+  REQUIRE_THROWS_WITH(save_decision_boundaries("/tmp/never.png", {{"empty", tt::zeros({0, 2}),
+                                                                   tt::zeros({0}, tt::kInt64), none}}, "t"),
+                      Contains("a panel needs points [N, 2] with N >= 1 and labels [N], got [0, 2] and [0]"));
   REQUIRE_THROWS_WITH(save_confusion_matrix("/tmp/never.png", tt::tensor({0, 1}), tt::tensor({0, 5}), {"a", "b"}, "t"),
                     Contains("class 5 outside [0, 2)"));
   REQUIRE_THROWS_WITH(save_confusion_matrix("/tmp/never.png", tt::tensor({0, 1}), tt::tensor({0}), {"a", "b"}, "t"),

@@ -21,9 +21,11 @@ runs on the library itself (the reference) from the main build.
     milestones.py compose ROOT DEST NAME        write the tree of the learner's code into DEST
     milestones.py packages ROOT NAME...         the Debian packages their data needs
     milestones.py ranks ROOT NAME               the MPI ranks it runs on (0: one plain process)
+    milestones.py program ROOT NAME             its program's CMake target (milestones/CMakeLists.txt)
     milestones.py verdict BUILD_DIR NAME        its last verdict line
     milestones.py record ROOT BUILD_DIR NAME LOG RC SECONDS
-                                                keep the verdict (from LOG) for `tt status`
+                                                keep the verdict (from LOG) for `tt status` and
+                                                print it; a run without one records nothing
 Standard library only.
 """
 
@@ -45,41 +47,41 @@ BASICS = ["01", "02", "03", "04", "05", "06", "07", "08"]  # tensors to the trai
 ATTENTION = BASICS + ["10", "11", "12", "14"]
 
 # The milestones in historical order. Each: name (what `run` takes), year, the result it re-creates,
-# the modules whose code it runs, its data, when it passes, the program (milestones/NAME.cpp) and its
-# arguments, the MPI ranks it runs on (0: one plain process), and `waits`: the module it needs that
-# does not exist yet (the issue that adds it adds the program).
+# the modules whose code it runs, its data, when it passes, its program (the CMake target tools/tt
+# builds and runs, milestones/CMakeLists.txt), the MPI ranks it runs on (0: one plain process), and
+# `waits`: the module it needs that does not exist yet (the issue that adds it adds the program).
 MILESTONES = [
     dict(name="perceptron", year="1958", title="Rosenblatt's perceptron learns a line, and cannot learn XOR",
          modules=["01"], data="two separable clouds; XOR", data_needs=[],
          passes="100% training accuracy on the clouds; XOR fails visibly (3 corners of 4 at most)",
-         program="milestone_perceptron", args=[], ranks=0),
+         program="milestone_perceptron", ranks=0),
     dict(name="xor", year="1986", title="XOR solved by backpropagation (Rumelhart, Hinton, Williams)",
          modules=BASICS, data="XOR", data_needs=[],
-         passes="100% with a 2-layer MLP", program="milestone_xor", args=[], ranks=0),
+         passes="100% with a 2-layer MLP", program="milestone_xor", ranks=0),
     dict(name="digits", year="1986", title="an MLP reads handwritten digits",
          modules=BASICS, data="the 8x8 digits (scikit-learn's copy of UCI's, Debian python3-sklearn)",
-         data_needs=[DIGITS], passes=">= 95% test accuracy", program="milestone_digits", args=[], ranks=0),
+         data_needs=[DIGITS], passes=">= 95% test accuracy", program="milestone_digits", ranks=0),
     dict(name="lenet", year="1998", title="LeNet, a convolutional network, reads images",
          modules=BASICS + ["17"], data="Fashion-MNIST (Debian dataset-fashion-mnist)", data_needs=[FASHION],
-         passes=">= 90% test accuracy", program="milestone_lenet", args=[], ranks=0, waits="17 (issue 32)"),
+         passes=">= 90% test accuracy", program="milestone_lenet", ranks=0, waits="17 (issue 32)"),
     dict(name="attention", year="2017", title="attention is all you need: a transformer reverses digits",
          modules=ATTENTION, data="digit reversal (8 digits)", data_needs=[],
-         passes=">= 99% of held-out rows exactly right", program="milestone_attention", args=[], ranks=0),
+         passes=">= 99% of held-out rows exactly right", program="milestone_attention", ranks=0),
     dict(name="data-parallel", year="2017", title="synchronous data parallelism: 2 ranks train as 1 big batch",
          modules=ATTENTION + ["16"], data="digit reversal", data_needs=[],
-         passes="2 ranks match 1 rank on the whole batch to 1e-6", program="milestone_data_parallel", args=[],
+         passes="2 ranks match 1 rank on the whole batch to 1e-6", program="milestone_data_parallel",
          ranks=2),
     dict(name="gpt-subwords", year="2019", title="a GPT on subword tokens",
          modules=ATTENTION + ["18"], data="the module READMEs", data_needs=[],
          passes="bits per byte below a measured threshold, and samples", program="milestone_gpt_subwords",
-         args=[], ranks=0, waits="18 (issue 33)"),
+         ranks=0, waits="18 (issue 33)"),
     dict(name="flash", year="2022", title="flash attention: exact attention in memory linear in N",
          modules=BASICS + ["12", "13"], data="random queries, keys and values", data_needs=[],
          passes="exact at N = 16,384 with a measured peak far below the N x N scores, growing like N",
-         program="milestone_flash", args=[], ranks=0),
+         program="milestone_flash", ranks=0),
     dict(name="small-fast", year="2023", title="small and fast: an int8 GPT",
          modules=ATTENTION + ["20"], data="digit reversal", data_needs=[],
-         passes="int8 GPT >= 99%, 4x smaller", program="milestone_small_fast", args=[], ranks=0,
+         passes="int8 GPT >= 99%, 4x smaller", program="milestone_small_fast", ranks=0,
          waits="20 (issue 35)"),
 ]
 
@@ -115,11 +117,22 @@ def module_span(modules):
     return ", ".join(spans)
 
 
+def exercises_dir(root):
+    """Where the learner's copies are: TT_EXERCISES_DIR (as tools/tt exercise uses it), else
+    ROOT/exercises."""
+    return os.environ.get("TT_EXERCISES_DIR") or os.path.join(root, "exercises")
+
+
+def shown(root, path):
+    """A path as messages show it: relative to the project when inside it (exercises/01)."""
+    return exercise.copy_prefix(root, path)
+
+
 def copies(root, m):
     """{module: copy folder} of the learner's exercise copies of the modules `m` needs."""
     found = {}
     for nn in m["modules"]:
-        copy = os.path.join(root, "exercises", nn)
+        copy = os.path.join(exercises_dir(root), nn)
         if os.path.isdir(copy):
             found[nn] = copy
     return found
@@ -131,7 +144,7 @@ def whose_code(root, m):
     if not have:
         return [f"code: the library's own (the reference) for modules {module_span(m['modules'])}; "
                 "an exercise copy (tools/tt exercise NN) puts your code in its place"]
-    yours = ", ".join(f"exercises/{nn}" for nn in sorted(have))
+    yours = ", ".join(shown(root, have[nn]) for nn in sorted(have))
     ref = [nn for nn in m["modules"] if nn not in have]
     lines = [f"code: yours for module{'s' if len(have) > 1 else ''} {module_span(list(have))} ({yours})"]
     if ref:
@@ -155,11 +168,12 @@ def plan(root, m):
     left = stubs_left(root, m)
     if left:
         nn, region, place = left[0]
+        copy = shown(root, copies(root, m)[nn])
         more = f" (and {len(left) - 1} more stub{'s' if len(left) > 2 else ''})" if len(left) > 1 else ""
         raise MilestoneError(
             f"milestone {m['name']} runs your code, and module {nn}'s `{region.function}` is still a stub at "
-            f"exercises/{nn}/{place} (step {region.order} of {region.total}){more}. Write it and pass "
-            f"`tools/tt exercise {nn}` first, or remove exercises/{nn} to run the reference.")
+            f"{copy}/{place} (step {region.order} of {region.total}){more}. Write it and pass "
+            f"`tools/tt exercise {nn}` first, or remove {copy} to run the reference.")
     return "tree" if copies(root, m) else "reference"
 
 
@@ -170,18 +184,27 @@ TREE_EXTRA = ["examples", "milestones"]  # beside exercise.COPIED: the programs 
 
 def learner_body(copy, region, regions):
     """The learner's lines between region's markers in their copy (its own file, or the unit a
-    header's bodies moved to), re-indented to the library's indent."""
-    place = exercise.region_place_in_copy(copy, region, regions)
-    rel, line = place.rsplit(":", 1)
-    if rel == region.rel and place == region.location and not os.path.exists(os.path.join(copy, rel)):
-        raise MilestoneError(f"{copy}: cannot find `{region.function}`'s region")
-    lines = exercise.read_lines(os.path.join(copy, rel))
-    begin = int(line) - 1
-    if not exercise.BEGIN.match(lines[begin]):
-        raise MilestoneError(f"{copy}/{rel}:{line}: expected the TT_EXERCISE_BEGIN marker of `{region.function}`")
+    header's bodies moved to), re-indented to the library's indent. The copy's markers of the
+    region's module in that file must be as many as the library's, or which body is which cannot be
+    told: then MilestoneError."""
+    same_file = sorted((r for r in regions if r.rel == region.rel), key=lambda r: r.begin)
+    markers = []
+    for rel in (region.rel, exercise.moved_rel(region.rel)):
+        try:
+            lines = exercise.read_lines(os.path.join(copy, rel))
+        except FileNotFoundError:
+            continue
+        markers += [(rel, lines, i) for i, line in enumerate(lines)
+                    if (mk := exercise.BEGIN.match(line)) and f"{int(mk.group(2)):02d}" == region.module]
+    if len(markers) != len(same_file):
+        raise MilestoneError(
+            f"{copy}: {region.rel} has {len(same_file)} region(s) of module {region.module} in the library but "
+            f"{len(markers)} TT_EXERCISE_BEGIN({region.module}) marker(s) in your copy; put the markers back "
+            f"around each body (or start over with tools/tt exercise {region.module} --reset)")
+    rel, lines, begin = markers[same_file.index(region)]
     end = next((i for i in range(begin + 1, len(lines)) if exercise.END.match(lines[i])), None)
     if end is None:
-        raise MilestoneError(f"{copy}/{rel}:{line}: `{region.function}`'s region has no TT_EXERCISE_END")
+        raise MilestoneError(f"{copy}/{rel}:{begin + 1}: `{region.function}`'s region has no TT_EXERCISE_END")
     indent = lines[begin][:len(lines[begin]) - len(lines[begin].lstrip())]
     body = lines[begin + 1:end]
     return [region.indent + b[len(indent):] if b.startswith(indent) else b for b in body]
@@ -215,6 +238,18 @@ def compose(root, dest, m):
             with open(os.path.join(root, rel), "rb") as f:
                 data = f.read()
         exercise.write_if_changed(os.path.join(dest, rel), data)
+    # A file the library no longer has (moved or deleted since the last run) must go too: CMake
+    # globs the sources, so a stale copy would be compiled beside its new place.
+    keep = set(files)
+    for top in exercise.COPIED + TREE_EXTRA:
+        path = os.path.join(dest, top)
+        if os.path.isfile(path) or not os.path.isdir(path):
+            continue
+        for dirpath, _, filenames in os.walk(path):
+            for fname in filenames:
+                rel = os.path.relpath(os.path.join(dirpath, fname), dest)
+                if rel not in keep:
+                    os.remove(os.path.join(dirpath, fname))
 
 
 # --- verdicts for tt status ------------------------------------------------------------------------
@@ -235,15 +270,17 @@ def record(root, build_dir, name, log, rc, seconds):
                     line = text.strip()
     except OSError:
         pass
+    if not line:  # --help, a bad flag, an error before the end: no verdict to keep
+        return None, f"no verdict line (exit status {rc}): nothing recorded"
     state = "passed" if rc == 0 and line.startswith("PASS") else "failed"
-    if not line:
-        line = f"no verdict: the program exited with status {rc} (log: {log})"
+    if state == "failed" and line.startswith("PASS"):
+        line = f"{line} (but the program exited with status {rc})"
     status_dir = os.path.join(build_dir, "tt-status")
     os.makedirs(status_dir, exist_ok=True)
     exercise.write_json(os.path.join(status_dir, f"milestone-{name}.json"),
                         {"state": state, "verdict": line, "code": code, "seconds": round(seconds, 1),
                          "time": datetime.datetime.now().isoformat(timespec="seconds")})
-    return state
+    return state, line
 
 
 def last_verdict(build_dir, name):
@@ -251,7 +288,7 @@ def last_verdict(build_dir, name):
 
 
 def describe_verdict(state):
-    """"not yet", "passed: 97.2% >= 95% (your code, 01-08)", "failed: ..."."""
+    """"not yet", "passed: 97.2% >= 95% (yours: 01-08)", "failed: ..."."""
     if not state:
         return "not yet"
     number = re.sub(r"^(PASS|FAIL): ", "", state.get("verdict", ""))
@@ -301,7 +338,7 @@ def main(argv):
     p = sub.add_parser("names")
     p.add_argument("root")
     p.add_argument("name", nargs="?", default="all")
-    for command in ("describe", "plan", "ranks"):
+    for command in ("describe", "plan", "ranks", "program"):
         p = sub.add_parser(command)
         p.add_argument("root")
         p.add_argument("name")
@@ -344,6 +381,8 @@ def main(argv):
             print(plan(args.root, find(args.name)))
         elif args.command == "ranks":
             print(find(args.name)["ranks"])
+        elif args.command == "program":
+            print(find(args.name)["program"])
         elif args.command == "verdict":
             state = last_verdict(args.build_dir, args.name)
             print(state.get("verdict", "no verdict") if state else "not run")
@@ -357,7 +396,8 @@ def main(argv):
                         needed.append(package)
             print(" ".join(needed))
         else:
-            return 0 if record(args.root, args.build_dir, args.name, args.log, args.rc, args.seconds) == "passed" else 1
+            _, line = record(args.root, args.build_dir, args.name, args.log, args.rc, args.seconds)
+            print(line)
     except (MilestoneError, exercise.ExerciseError) as e:
         print(f"milestone: {e}", file=sys.stderr)
         return 3

@@ -39,7 +39,7 @@ std::string hex8(uint8_t v) {
 // Where a missing file comes from, appended to the "not found" message.
 std::string install_hint(const char* what, const char* package) {
   return detail::concat("; ", what, " come with Debian's package ", package, ": sudo apt-get install ", package,
-                        " (or tools/tt setup --data)");
+                        " (or tools/tt setup)");
 }
 
 // A file opened for reading through zlib: gzread inflates a gzip file (one that starts with 1f 8b)
