@@ -65,6 +65,20 @@ TEST_CASE("log1p and expm1 stay exact where log(1 + x) and exp(x) - 1 lose every
   CHECK(expm1(tensor({true})).dtype() == kFloat32);
 }
 
+// Every row of TT_UNARY_OPS is also a Tensor method giving the same values (x.log1p() as
+// log1p(x)): a row added without its method stops this file from compiling. The inputs lie in
+// every row's domain.
+TEST_CASE("every unary op of the table is a Tensor method", "[ops][elementwise]") {
+  const Tensor x = tensor({0.25, 0.5, 2.0, 3.0});
+#define TT_UNARY_METHOD_MATCHES(Enum, fn, ...) \
+  {                                            \
+    INFO(#fn);                                 \
+    CHECK_ALLCLOSE(x.fn(), tt::fn(x), 0, 0);   \
+  }
+  TT_UNARY_OPS(TT_UNARY_METHOD_MATCHES)
+#undef TT_UNARY_METHOD_MATCHES
+}
+
 TEST_CASE("float-only unary ops turn integer and bool inputs into float32", "[ops][elementwise]") {
   Tensor i = tensor({1, 4, 9});
   CHECK(i.sqrt().dtype() == kFloat32);

@@ -200,6 +200,8 @@ class Tensor {
   Tensor neg() const;
   Tensor exp() const;
   Tensor log() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
   Tensor sqrt() const;
   Tensor rsqrt() const;
   Tensor abs() const;

@@ -106,6 +106,8 @@ Tensor& Tensor::masked_fill_(const Tensor& m, Scalar v) { return tt::masked_fill
 Tensor Tensor::neg() const { return tt::neg(*this); }
 Tensor Tensor::exp() const { return tt::exp(*this); }
 Tensor Tensor::log() const { return tt::log(*this); }
+Tensor Tensor::log1p() const { return tt::log1p(*this); }
+Tensor Tensor::expm1() const { return tt::expm1(*this); }
 Tensor Tensor::sqrt() const { return tt::sqrt(*this); }
 Tensor Tensor::rsqrt() const { return tt::rsqrt(*this); }
 Tensor Tensor::abs() const { return tt::abs(*this); }
