@@ -97,9 +97,9 @@ def module_dir_name(root, module):
     return names[0]
 
 
-def copied_files(root):
-    """Every file of COPIED, as paths relative to root."""
-    for top in COPIED:
+def copied_files(root, tops=None):
+    """Every file of `tops` (default COPIED), as paths relative to root."""
+    for top in COPIED if tops is None else tops:
         path = os.path.join(root, top)
         if os.path.isfile(path):
             yield top

@@ -22,7 +22,6 @@ runs on the library itself (the reference) from the main build.
     milestones.py packages ROOT NAME...         the Debian packages their data needs
     milestones.py ranks ROOT NAME               the MPI ranks it runs on (0: one plain process)
     milestones.py program ROOT NAME             its program's CMake target (milestones/CMakeLists.txt)
-    milestones.py verdict BUILD_DIR NAME        its last verdict line
     milestones.py record ROOT BUILD_DIR NAME LOG RC SECONDS
                                                 keep the verdict (from LOG) for `tt status` and
                                                 print it; a run without one records nothing
@@ -226,12 +225,7 @@ def compose(root, dest, m):
         for r, body in sorted(pairs, key=lambda p: p[0].begin, reverse=True):  # last first: lines stay valid
             lines[r.begin + 1:r.end] = body
         written[rel] = "".join(lines).encode("utf-8")
-    saved = exercise.COPIED
-    try:
-        exercise.COPIED = saved + TREE_EXTRA
-        files = list(exercise.copied_files(root))
-    finally:
-        exercise.COPIED = saved
+    files = list(exercise.copied_files(root, exercise.COPIED + TREE_EXTRA))
     for rel in files:
         data = written.get(rel)
         if data is None:
@@ -349,9 +343,6 @@ def main(argv):
     p = sub.add_parser("packages")
     p.add_argument("root")
     p.add_argument("names", nargs="+")
-    p = sub.add_parser("verdict")
-    p.add_argument("build_dir")
-    p.add_argument("name")
     p = sub.add_parser("record")
     p.add_argument("root")
     p.add_argument("build_dir")
@@ -383,9 +374,6 @@ def main(argv):
             print(find(args.name)["ranks"])
         elif args.command == "program":
             print(find(args.name)["program"])
-        elif args.command == "verdict":
-            state = last_verdict(args.build_dir, args.name)
-            print(state.get("verdict", "no verdict") if state else "not run")
         elif args.command == "compose":
             compose(args.root, args.dest, find(args.name))
         elif args.command == "packages":

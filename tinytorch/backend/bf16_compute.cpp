@@ -16,16 +16,10 @@ namespace tt {
 
 namespace {
 
-// Whether any of a kernel's tensors (nullptr: an argument that is not one) is bf16, or lives on
-// a GPU.
+// Whether any of a kernel's tensors (nullptr: an argument that is not one) is bf16.
 bool any_bf16(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts)
     if (t != nullptr && t->defined() && t->dtype() == kBFloat16) return true;
-  return false;
-}
-bool any_cuda(std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    if (t != nullptr && t->defined() && t->device().is_cuda()) return true;
   return false;
 }
 
@@ -101,10 +95,12 @@ class Widen {
     if (!any_bf16(TT_BF16_TENSORS(__VA_ARGS__))) return inner_.name(TT_KERNEL_ARGS(__VA_ARGS__));           \
     TT_BF16_WIDENED_CALL(name, __VA_ARGS__)                                                                 \
   }
-// CudaNative: as it is on a GPU, float32 inside elsewhere.
+// CudaNative: as it is on a GPU, float32 inside elsewhere. The device is the first argument's (the
+// kernel's output; the op has checked that every tensor is on one device).
+#define TT_BF16_FIRST_ON_CUDA(first, ...) TT_KPASTE(TT_KARG_NAME_, first).device().is_cuda()
 #define TT_BF16_KERNEL_CudaNative(name, ...)                                                                \
   void Bf16Compute::name(TT_KERNEL_PARAMS(__VA_ARGS__)) {                                                   \
-    if (!any_bf16(TT_BF16_TENSORS(__VA_ARGS__)) || any_cuda(TT_BF16_TENSORS(__VA_ARGS__)))                  \
+    if (!any_bf16(TT_BF16_TENSORS(__VA_ARGS__)) || TT_BF16_FIRST_ON_CUDA(__VA_ARGS__))                      \
       return inner_.name(TT_KERNEL_ARGS(__VA_ARGS__));                                                      \
     TT_BF16_WIDENED_CALL(name, __VA_ARGS__)                                                                 \
   }
