@@ -36,7 +36,8 @@ std::vector<std::string> mapped_cuda_libraries() {
   return found;
 }
 
-bool mapped(const std::string& lib) {
+// (Only the cases built with CUDA call it.)
+[[maybe_unused]] bool mapped(const std::string& lib) {
   const std::vector<std::string> libs = mapped_cuda_libraries();
   return std::find(libs.begin(), libs.end(), lib) != libs.end();
 }
