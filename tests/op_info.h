@@ -1,4 +1,4 @@
-// OpInfo: the test side of backend/op_table.h. One row per unary and per binary op with its
+// OpInfo: the test side of core/op_table.h. One row per unary and per binary op with its
 // float64 reference (from <cmath>), and the helpers every op test iterates with: the value tests (ops/test_unary.cpp),
 // gradcheck (autograd/test_grad_elementwise.cpp), CPU<->CUDA parity (cuda/test_parity_elementwise.cpp)
 // and the PyTorch fixture runners (reference/). The op's name, dtype rule and domain come from the
@@ -37,7 +37,7 @@ inline constexpr UnaryRef kUnaryRefs[] = {
     {UnaryOp::Relu, [](double x) { return x > 0 ? x : 0.0; }},
 };
 static_assert(sizeof(kUnaryRefs) / sizeof(kUnaryRefs[0]) == kNumUnaryOps,
-              "every unary op of backend/op_table.h needs its reference in kUnaryRefs");
+              "every unary op of core/op_table.h needs its reference in kUnaryRefs");
 
 struct BinaryRef {
   BinaryOp op;
@@ -62,7 +62,7 @@ inline constexpr BinaryRef kBinaryRefs[] = {
     {BinaryOp::Ge, [](double x, double y) { return double(x >= y); }, Domain::Real, Domain::Real},
 };
 static_assert(sizeof(kBinaryRefs) / sizeof(kBinaryRefs[0]) == kNumBinaryOps,
-              "every binary op of backend/op_table.h needs its reference in kBinaryRefs");
+              "every binary op of core/op_table.h needs its reference in kBinaryRefs");
 
 // The op by its enum, as its public function (tt::exp for UnaryOp::Exp) would run it.
 inline Tensor apply(UnaryOp op, const Tensor& x) { return ::tt::detail::unary(op, x); }

@@ -12,29 +12,29 @@ using Catch::Contains;
 namespace {
 
 // Calls the listed op `op` on CPU float32 inputs (bf16 ones for the Float32 policy) and returns
-// its output. A switch without default: a new entry in TT_AUTOCAST_OPS fails the build here until
-// the test calls it, and the hit counter then proves the op has its hook.
+// its output. A switch without default: an op given an autocast policy in core/op_registry.h
+// fails the build here until the test calls it, and the hit counter then proves it has its hook.
 Tensor call_listed_op(AutocastOp op) {
   const ScalarType in = amp::policy(op) == CastPolicy::LowerPrecision ? kFloat32 : kBFloat16;
   Tensor x = randn({4, 6}).to(in), w = randn({6, 6}).to(in), q = randn({1, 2, 4, 8}).to(in);
   Tensor labels = tensor({0, 5, 2, 1}, kInt64), probs = rand({4, 6}).to(in);
   switch (op) {
-    case AutocastOp::Matmul: return matmul(x, w);
-    case AutocastOp::Mm: return mm(x, w);
-    case AutocastOp::Bmm: return bmm(x.unsqueeze(0), w.unsqueeze(0));
-    case AutocastOp::Linear: return linear(x, w, randn({6}).to(in));
-    case AutocastOp::ScaledDotProductAttention: return scaled_dot_product_attention(q, q, q);
-    case AutocastOp::Softmax: return softmax(x, 1);
-    case AutocastOp::LogSoftmax: return log_softmax(x, 1);
-    case AutocastOp::LayerNorm: return layer_norm(x, {6});
-    case AutocastOp::RmsNorm: return rms_norm(x, {6});
-    case AutocastOp::CrossEntropy: return cross_entropy(x, labels);
-    case AutocastOp::NllLoss: return nll_loss(log_softmax(x.to(kFloat32), 1).to(in), labels);
-    case AutocastOp::MseLoss: return mse_loss(x, probs);
-    case AutocastOp::BinaryCrossEntropy: return binary_cross_entropy(sigmoid(x), probs);
-    case AutocastOp::BinaryCrossEntropyWithLogits: return binary_cross_entropy_with_logits(x, probs);
-    case AutocastOp::Sum: return x.sum();
-    case AutocastOp::Mean: return x.mean();
+    case AutocastOp::matmul: return matmul(x, w);
+    case AutocastOp::mm: return mm(x, w);
+    case AutocastOp::bmm: return bmm(x.unsqueeze(0), w.unsqueeze(0));
+    case AutocastOp::linear: return linear(x, w, randn({6}).to(in));
+    case AutocastOp::scaled_dot_product_attention: return scaled_dot_product_attention(q, q, q);
+    case AutocastOp::softmax: return softmax(x, 1);
+    case AutocastOp::log_softmax: return log_softmax(x, 1);
+    case AutocastOp::layer_norm: return layer_norm(x, {6});
+    case AutocastOp::rms_norm: return rms_norm(x, {6});
+    case AutocastOp::cross_entropy: return cross_entropy(x, labels);
+    case AutocastOp::nll_loss: return nll_loss(log_softmax(x.to(kFloat32), 1).to(in), labels);
+    case AutocastOp::mse_loss: return mse_loss(x, probs);
+    case AutocastOp::binary_cross_entropy: return binary_cross_entropy(sigmoid(x), probs);
+    case AutocastOp::binary_cross_entropy_with_logits: return binary_cross_entropy_with_logits(x, probs);
+    case AutocastOp::sum: return x.sum();
+    case AutocastOp::mean: return x.mean();
   }
   return Tensor();
 }

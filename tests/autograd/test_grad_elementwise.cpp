@@ -1,5 +1,5 @@
 // gradcheck and gradgradcheck of the elementwise ops (ops/elementwise.h): every op of the tables
-// in backend/op_table.h through tests/op_info.h, then binary ops with
+// in core/op_table.h through tests/op_info.h, then binary ops with
 // broadcasting, scalar overloads and non-contiguous operands; unary ops on transposed and strided
 // inputs; where and masked_fill; in-place variants; PyTorch's tie rule for maximum/minimum.
 #include <cmath>
@@ -105,7 +105,7 @@ TEST_CASE("maximum and minimum split the gradient of a tie in half, as PyTorch d
 
 TEST_CASE("gradcheck: unary ops", "[autograd][gradcheck][elementwise]") {
   manual_seed(106);
-  for (const UnaryRef& ref : kUnaryRefs) {  // every row of backend/op_table.h
+  for (const UnaryRef& ref : kUnaryRefs) {  // every row of core/op_table.h
     const UnaryOp op = ref.op;
     const std::string name = unary_info(op).name;
     expect_grad(name, [op](L x) { return apply(op, in_domain(op, x[0])); }, {randn64_t({3, 2})});

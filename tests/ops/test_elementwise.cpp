@@ -62,7 +62,7 @@ TEST_CASE("binary ops match a reference loop on every layout", "[ops][elementwis
     bool comparison;
   };
   std::vector<Op> ops;
-  for (const testing::BinaryRef& r : testing::kBinaryRefs) {  // every row of backend/op_table.h
+  for (const testing::BinaryRef& r : testing::kBinaryRefs) {  // every row of core/op_table.h
     const BinaryOp op = r.op;
     ops.push_back({binary_info(op).name, [op](const Tensor& a, const Tensor& b) { return testing::apply(op, a, b); },
                    r.reference, is_comparison(op)});

@@ -1,4 +1,4 @@
-// Unary elementwise ops (every row of backend/op_table.h, through tests/op_info.h): values against
+// Unary elementwise ops (every row of core/op_table.h, through tests/op_info.h): values against
 // <cmath> in float32 and float64, on non-contiguous inputs, integer inputs promoted to float32
 // for the float-only ops, special values, and the in-place forms.
 // (Part of ops/elementwise.cpp; kept apart from test_elementwise.cpp to keep files small.)

@@ -1,25 +1,19 @@
-// The op runners of the reference suite, one per fixture family (each defined in its
-// test_ref_<family>.cpp), declared together so that test_ref_large.cpp can reuse them.
+// The op runners of the reference suite, shared by its fixture families: the op tables' rows
+// (test_ref_elementwise.cpp), the op registry's (registry_call.h), and any of them
+// (test_ref_large.cpp). A runner finds the op by its name in a table or the registry.
 #pragma once
 
 #include "reference/reference_util.h"
+#include "reference/registry_call.h"
 
 namespace tt::reference::runners {
 
 #define TT_REFERENCE_RUNNER(name) \
   std::vector<Tensor> name(const std::string& op, const json& args, std::vector<Input>& in)
-TT_REFERENCE_RUNNER(binary);     // add sub mul div pow maximum minimum eq ne lt le gt ge
-TT_REFERENCE_RUNNER(unary);      // neg exp log sqrt rsqrt abs sin cos tanh sigmoid relu
-TT_REFERENCE_RUNNER(inplace);    // add_ sub_ mul_ div_ neg_ exp_ relu_
-TT_REFERENCE_RUNNER(reduction);  // sum mean max min argmax argmin var std
-TT_REFERENCE_RUNNER(view);       // view reshape flatten transpose t permute unsqueeze squeeze
-                                 // expand slice select narrow contiguous clone
-TT_REFERENCE_RUNNER(join);       // cat stack split chunk
-TT_REFERENCE_RUNNER(indexing);   // index_select gather scatter_add(_) masked_fill(_) where
-TT_REFERENCE_RUNNER(matmul);     // matmul mm bmm dot
-TT_REFERENCE_RUNNER(convert);    // to copy_ fill_
-TT_REFERENCE_RUNNER(factory);    // arange linspace eye full zeros ones
-TT_REFERENCE_RUNNER(any);        // any op of the families above, by its name (test_ref_large.cpp)
+TT_REFERENCE_RUNNER(binary);    // the binary rows of core/op_table.h, of two tensors or with a scalar
+TT_REFERENCE_RUNNER(unary);     // the unary rows of core/op_table.h
+TT_REFERENCE_RUNNER(registry);  // any op of core/op_registry.h, by its row (registry_call.h)
+TT_REFERENCE_RUNNER(any);       // an op of the tables or of the registry (test_ref_large.cpp)
 #undef TT_REFERENCE_RUNNER
 
 }  // namespace tt::reference::runners

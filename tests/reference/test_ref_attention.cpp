@@ -17,25 +17,23 @@
 #include <tinytorch/nn/transformer.h>
 #include <tinytorch/ops/attention.h>
 
+#include "reference/registry_call.h"
 #include "reference/test_ref_grad.h"
 
 namespace tt::reference {
 
 namespace {
 
-// inputs: sdpa [q, k, v, mask?], attention_weights [q, k, mask?]; args "mask" (present when the
-// last input is one), "is_causal", "scale", "enable_gqa".
+// inputs: sdpa [q, k, v, mask?], attention_weights [q, k, mask?]; args "mask" ("bool" or "float":
+// the last input is attn_mask), "is_causal", "scale", "enable_gqa". The ops run through their
+// registry rows ("sdpa" is an alias of scaled_dot_product_attention, TT_OP_ALIASES).
 std::vector<Tensor> attention_op(const std::string& op, const json& args, std::vector<Input>& in) {
-  const size_t n = op == "sdpa" ? 3 : 2;
-  const Tensor mask = args.contains("mask") ? in.at(n).value : Tensor();
-  std::optional<double> scale;
-  if (args.contains("scale")) scale = args["scale"].get<double>();
-  const bool causal = args.value("is_causal", false), gqa = args.value("enable_gqa", false);
-  if (op == "sdpa")
-    return {scaled_dot_product_attention(in.at(0).value, in.at(1).value, in.at(2).value, mask, 0.0, causal, scale,
-                                         gqa)};
-  if (op == "attention_weights") return {attention_weights(in.at(0).value, in.at(1).value, mask, causal, scale, gqa)};
-  throw std::logic_error("no attention op " + op);
+  json a = args;
+  if (a.contains("mask")) {
+    a.erase("mask");
+    a["attn_mask"] = true;
+  }
+  return call_registered(op, a, in);
 }
 
 // |actual - expected| <= tol * (1 + |expected|) elementwise (infinities must match exactly), with
@@ -72,27 +70,65 @@ struct ModuleRun {
   std::vector<Tensor> wanted;
 };
 
-std::shared_ptr<nn::Module> make_module(const std::string& op, const json& a) {
-  const int64_t E = a.at("embed_dim"), H = a.at("num_heads");
-  if (op == "mha") {
-    nn::MultiHeadAttentionOptions o;
-    o.bias(a.value("bias", true)).kdim(a.value("kdim", int64_t{0})).vdim(a.value("vdim", int64_t{0}));
-    o.num_kv_heads(a.value("num_kv_heads", int64_t{0})).batch_first(a.value("batch_first", true));
-    o.qk_norm(a.value("qk_norm", false));
-    return std::make_shared<nn::MultiHeadAttention>(E, H, o);
-  }
-  if (op == "block") {
-    nn::TransformerBlockOptions o;
-    o.bias(a.value("bias", true)).num_kv_heads(a.value("num_kv_heads", int64_t{0}));
-    o.mlp_ratio(a.value("mlp_ratio", int64_t{4}));
-    return std::make_shared<nn::TransformerBlock>(E, H, o);
-  }
-  throw std::logic_error("no attention module " + op);
+using Activations = std::map<std::string, Tensor>;  // activations and masks by role
+
+Tensor role(const Activations& act, const char* name) {
+  auto it = act.find(name);
+  return it == act.end() ? Tensor() : it->second;
+}
+
+std::shared_ptr<nn::Module> make_mha(int64_t E, int64_t H, const json& a) {
+  nn::MultiHeadAttentionOptions o;
+  o.bias(a.value("bias", true)).kdim(a.value("kdim", int64_t{0})).vdim(a.value("vdim", int64_t{0}));
+  o.num_kv_heads(a.value("num_kv_heads", int64_t{0})).batch_first(a.value("batch_first", true));
+  o.qk_norm(a.value("qk_norm", false));
+  return std::make_shared<nn::MultiHeadAttention>(E, H, o);
+}
+
+std::vector<Tensor> forward_mha(const nn::Module& m, const json& a, const Activations& act) {
+  Tensor q = role(act, "query"), k = role(act, "key"), v = role(act, "value");
+  if (act.count("x")) q = k = v = role(act, "x");
+  if (act.count("kv")) k = v = role(act, "kv");
+  nn::MultiHeadAttentionForward f;
+  f.attn_mask = role(act, "attn_mask");
+  f.key_padding_mask = role(act, "key_padding_mask");
+  f.is_causal = a.value("is_causal", false);
+  f.need_weights = a.value("need_weights", true);
+  f.average_attn_weights = a.value("average_attn_weights", true);
+  auto [y, w] = static_cast<const nn::MultiHeadAttention&>(m)(q, k, v, f);
+  if (f.need_weights) return {y, w};
+  return {y};
+}
+
+std::shared_ptr<nn::Module> make_block(int64_t E, int64_t H, const json& a) {
+  nn::TransformerBlockOptions o;
+  o.bias(a.value("bias", true)).num_kv_heads(a.value("num_kv_heads", int64_t{0}));
+  o.mlp_ratio(a.value("mlp_ratio", int64_t{4}));
+  return std::make_shared<nn::TransformerBlock>(E, H, o);
+}
+
+std::vector<Tensor> forward_block(const nn::Module& m, const json& a, const Activations& act) {
+  const auto& block = static_cast<const nn::TransformerBlock&>(m);
+  return {block(role(act, "x"), role(act, "attn_mask"), a.value("is_causal", true))};
+}
+
+// The modules of the family by their names in the fixtures (modules, not ops of the registry):
+// each built from the case's args and run forward on its activations. The PyTorch twins are
+// cases_attention_modules.py's MODULES.
+struct ModuleKind {
+  std::shared_ptr<nn::Module> (*make)(int64_t embed_dim, int64_t num_heads, const json& args);
+  std::vector<Tensor> (*forward)(const nn::Module& m, const json& args, const Activations& act);
+};
+const std::map<std::string, ModuleKind>& module_kinds() {
+  static const std::map<std::string, ModuleKind> kinds = {{"mha", {make_mha, forward_mha}},
+                                                         {"block", {make_block, forward_block}}};
+  return kinds;
 }
 
 ModuleRun run_module(const std::string& op, const json& a, const json& specs) {
   const json& roles = a.at("roles");
-  std::map<std::string, Tensor> act;  // activations and masks by role
+  const ModuleKind& kind = module_kinds().at(op);
+  Activations act;
   nn::StateDict state;
   std::vector<Tensor> inputs;
   for (size_t k = 0; k < specs.size(); ++k) {
@@ -107,7 +143,7 @@ ModuleRun run_module(const std::string& op, const json& a, const json& specs) {
     inputs.push_back(t);
   }
   ModuleRun r;
-  r.module = make_module(op, a);
+  r.module = kind.make(a.at("embed_dim"), a.at("num_heads"), a);
   r.module->to(inputs.at(0).dtype());
   r.module->load_state_dict(state);  // strict: the names must be exactly tinytorch's
   const nn::StateDict params = r.module->named_parameters();
@@ -116,24 +152,7 @@ ModuleRun run_module(const std::string& op, const json& a, const json& specs) {
     const bool param = role.rfind("param:", 0) == 0;
     r.wanted.push_back(param ? params[role.substr(6)] : (inputs[k].requires_grad() ? inputs[k] : Tensor()));
   }
-  auto get = [&](const char* role) { return act.count(role) ? act[role] : Tensor(); };
-  if (op == "block") {
-    const auto& block = static_cast<const nn::TransformerBlock&>(*r.module);
-    r.outputs = {block(get("x"), get("attn_mask"), a.value("is_causal", true))};
-    return r;
-  }
-  Tensor q = get("query"), k = get("key"), v = get("value");
-  if (act.count("x")) q = k = v = act["x"];
-  if (act.count("kv")) k = v = act["kv"];
-  nn::MultiHeadAttentionForward f;
-  f.attn_mask = get("attn_mask");
-  f.key_padding_mask = get("key_padding_mask");
-  f.is_causal = a.value("is_causal", false);
-  f.need_weights = a.value("need_weights", true);
-  f.average_attn_weights = a.value("average_attn_weights", true);
-  auto [y, w] = static_cast<const nn::MultiHeadAttention&>(*r.module)(q, k, v, f);
-  r.outputs = {y};
-  if (f.need_weights) r.outputs.push_back(w);
+  r.outputs = kind.forward(*r.module, a, act);
   return r;
 }
 

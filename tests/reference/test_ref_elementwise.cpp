@@ -1,7 +1,7 @@
 // Elementwise ops against PyTorch fixtures (binary.json, unary.json, inplace.json): broadcasting
 // corners, type promotion with tensors, 0-d tensors and Python-number scalars, special values,
-// strided inputs, and in-place writes through views. The PyTorch side of each op name is
-// tools/fixtures/torch_ops.py; both sides take their op lists from backend/op_table.h.
+// strided inputs, and in-place writes through views. Both sides take the ops from core/op_table.h
+// (binary, unary) and core/op_registry.h (the in-place rows; tools/fixtures/registry.py).
 #include <stdexcept>
 
 #include "op_info.h"
@@ -11,48 +11,39 @@ namespace tt::reference {
 
 namespace {
 
-Tensor binary_op(const std::string& op, const Tensor& a, const Tensor& b) {
-  BinaryOp bop;
-  if (!testing::find_binary(op, bop)) throw std::logic_error("no binary op " + op);
-  return testing::apply(bop, a, b);
-}
-
-Tensor binary_scalar_op(const std::string& op, const Tensor& a, Scalar s, bool scalar_left) {
-  if (scalar_left) {
-    if (op == "add") return s + a;
-    if (op == "sub") return s - a;
-    if (op == "mul") return s * a;
-    if (op == "div") return s / a;
-    throw std::logic_error("no scalar-left form of " + op);
+// a op s, or s op a when the scalar is on the left, as Python spells `x - 2` and `2 - x`: the
+// operators of core/tensor.h. A switch over the table's rows, so a new binary op stops the build
+// here until its scalar forms are known.
+Tensor binary_scalar_op(BinaryOp op, const Tensor& a, Scalar s, bool left) {
+  switch (op) {
+    case BinaryOp::Add: return left ? s + a : a + s;
+    case BinaryOp::Sub: return left ? s - a : a - s;
+    case BinaryOp::Mul: return left ? s * a : a * s;
+    case BinaryOp::Div: return left ? s / a : a / s;
+    case BinaryOp::Pow: if (!left) return tt::pow(a, s); break;
+    case BinaryOp::Eq: if (!left) return a == s; break;
+    case BinaryOp::Ne: if (!left) return a != s; break;
+    case BinaryOp::Lt: if (!left) return a < s; break;
+    case BinaryOp::Le: if (!left) return a <= s; break;
+    case BinaryOp::Gt: if (!left) return a > s; break;
+    case BinaryOp::Ge: if (!left) return a >= s; break;
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum: break;
   }
-  if (op == "add") return a + s;
-  if (op == "sub") return a - s;
-  if (op == "mul") return a * s;
-  if (op == "div") return a / s;
-  if (op == "pow") return tt::pow(a, s);
-  if (op == "eq") return a == s;
-  if (op == "ne") return a != s;
-  if (op == "lt") return a < s;
-  if (op == "le") return a <= s;
-  if (op == "gt") return a > s;
-  if (op == "ge") return a >= s;
-  throw std::logic_error("no scalar form of " + op);
+  throw std::logic_error(std::string("no scalar form of ") + op_name(op) + (left ? " with the scalar first" : ""));
 }
 
 }  // namespace
 
 std::vector<Tensor> runners::binary(const std::string& op, const json& args, std::vector<Input>& in) {
+  BinaryOp bop;
+  if (!testing::find_binary(op, bop)) throw std::logic_error("no binary op " + op);
   if (args.contains("scalar")) {
     bool left = args.value("side", std::string("right")) == "left";
-    return {binary_scalar_op(op, in[0].value, parse_scalar(args["scalar"]), left)};
+    return {binary_scalar_op(bop, in[0].value, parse_scalar(args["scalar"]), left)};
   }
-  if (args.contains("alpha")) {
-    Scalar alpha = parse_scalar(args["alpha"]);
-    if (op == "add") return {tt::add(in[0].value, in[1].value, alpha)};
-    if (op == "sub") return {tt::sub(in[0].value, in[1].value, alpha)};
-    throw std::logic_error("no alpha form of " + op);
-  }
-  return {binary_op(op, in[0].value, in[1].value)};
+  if (args.contains("alpha")) return call_registered(op, args, in);  // add and sub's alpha: their rows
+  return {testing::apply(bop, in[0].value, in[1].value)};
 }
 
 std::vector<Tensor> runners::unary(const std::string& op, const json&, std::vector<Input>& in) {
@@ -61,26 +52,8 @@ std::vector<Tensor> runners::unary(const std::string& op, const json&, std::vect
   return {testing::apply(uop, in[0].value)};
 }
 
-std::vector<Tensor> runners::inplace(const std::string& op, const json& args, std::vector<Input>& in) {
-  Tensor& self = in[0].value;
-  if (op == "neg_") return {self.neg_()};
-  if (op == "exp_") return {self.exp_()};
-  if (op == "relu_") return {self.relu_()};
-  if (args.contains("scalar")) {
-    Scalar s = parse_scalar(args["scalar"]);
-    if (op == "add_") return {self.add_(s)};
-    if (op == "sub_") return {self.sub_(s)};
-    if (op == "mul_") return {self.mul_(s)};
-    if (op == "div_") return {self.div_(s)};
-  } else {
-    const Tensor& other = in[1].value;
-    Scalar alpha = args.contains("alpha") ? parse_scalar(args["alpha"]) : Scalar(1);
-    if (op == "add_") return {self.add_(other, alpha)};
-    if (op == "sub_") return {self.sub_(other, alpha)};
-    if (op == "mul_") return {self.mul_(other)};
-    if (op == "div_") return {self.div_(other)};
-  }
-  throw std::logic_error("no in-place op " + op);
+std::vector<Tensor> runners::registry(const std::string& op, const json& args, std::vector<Input>& in) {
+  return call_registered(op, args, in);
 }
 
 }  // namespace tt::reference
@@ -99,5 +72,5 @@ TEST_CASE("reference: unary elementwise ops match PyTorch", "[reference]") {
 
 TEST_CASE("reference: in-place elementwise ops match PyTorch", "[reference]") {
   using namespace tt::reference;
-  CHECK(run_family("inplace", runners::inplace) > 20);
+  CHECK(run_family("inplace", runners::registry) > 20);
 }

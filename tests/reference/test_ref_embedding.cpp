@@ -1,12 +1,14 @@
 // Embedding and rotary positions against PyTorch: values and gradients (embedding.json, through
 // the gradient machinery of test_ref_grad.h). The cases are tools/fixtures/cases_embedding.py,
 // whose run_embedding_torch() is the PyTorch twin of embedding_op() below.
+#include <map>
 #include <optional>
 #include <stdexcept>
 
 #include <tinytorch/nn/positional.h>
 #include <tinytorch/ops/embedding.h>
 
+#include "reference/registry_call.h"
 #include "reference/test_ref_grad.h"
 
 namespace tt::reference {
@@ -31,16 +33,23 @@ Tensor rope(const Tensor& x, const json& args) {
   return r.apply(x, tensor(flat, shape));
 }
 
-// inputs: embedding [weight, indices]; rope [x]; rope_scores [q, k].
+using Rotary = std::vector<Tensor> (*)(const json& args, std::vector<Input>& in);
+
+// Rotary positions (nn::RotaryEmbedding, a module, not an op of the registry) by their fixture
+// names; the PyTorch twins are cases_embedding.py's ROTARY. inputs: rope [x]; rope_scores [q, k].
+const std::map<std::string, Rotary>& rotary_cases() {
+  static const std::map<std::string, Rotary> table = {
+      {"rope", [](const json& args, std::vector<Input>& in) -> std::vector<Tensor> { return {rope(in.at(0).value, args)}; }},
+      {"rope_scores", [](const json& args, std::vector<Input>& in) -> std::vector<Tensor> {
+         return {rope(in.at(0).value, args).matmul(rope(in.at(1).value, args).transpose(-1, -2))};
+       }}};
+  return table;
+}
+
+// inputs: embedding [weight, indices] (its registry row); the rotary cases above.
 std::vector<Tensor> embedding_op(const std::string& op, const json& args, std::vector<Input>& in) {
-  if (op == "embedding") {
-    std::optional<int64_t> pad;
-    if (args.contains("padding_idx")) pad = args.at("padding_idx").get<int64_t>();
-    return {embedding(in.at(0).value, in.at(1).value, pad)};
-  }
-  if (op == "rope") return {rope(in.at(0).value, args)};
-  if (op == "rope_scores") return {rope(in.at(0).value, args).matmul(rope(in.at(1).value, args).transpose(-1, -2))};
-  throw std::logic_error("no embedding op " + op);
+  if (is_registered(op)) return call_registered(op, args, in);
+  return rotary_cases().at(op)(args, in);
 }
 
 }  // namespace

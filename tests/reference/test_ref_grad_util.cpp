@@ -190,28 +190,15 @@ void run_case(const json& c, const Runner& run) {
   }
 }
 
-const std::set<std::string> kReduction = {"sum", "mean", "max", "min", "amax", "amin", "var", "std"};
-const std::set<std::string> kView = {"view",    "reshape", "flatten", "transpose", "t",      "permute",    "unsqueeze",
-                                     "squeeze", "expand",  "slice",   "select",    "narrow", "contiguous", "clone"};
-const std::set<std::string> kJoin = {"cat", "stack", "split", "chunk"};
-const std::set<std::string> kIndexing = {"index_select", "gather", "scatter_add", "masked_fill", "where"};
-const std::set<std::string> kMatmul = {"matmul", "mm", "bmm", "dot", "linear"};
-
 }  // namespace
 
 std::vector<Tensor> foundation_op(const std::string& op, const json& args, std::vector<Input>& in) {
-  // The elementwise ops come from backend/op_table.h (op_info.h); comparisons have no gradient.
+  // The elementwise ops come from core/op_table.h (op_info.h); comparisons have no gradient.
   BinaryOp binary_op;
   UnaryOp unary_op;
   if (testing::find_binary(op, binary_op) && !is_comparison(binary_op)) return runners::binary(op, args, in);
   if (testing::find_unary(op, unary_op)) return runners::unary(op, args, in);
-  if (kReduction.count(op)) return runners::reduction(op, args, in);
-  if (kView.count(op)) return runners::view(op, args, in);
-  if (kJoin.count(op)) return runners::join(op, args, in);
-  if (kIndexing.count(op)) return runners::indexing(op, args, in);
-  if (kMatmul.count(op)) return runners::matmul(op, args, in);
-  if (op == "to") return runners::convert(op, args, in);
-  throw std::logic_error("no foundation op " + op);
+  return call_registered(op, args, in);
 }
 
 size_t run_family(const std::string& family, const Runner& run) {

@@ -58,12 +58,12 @@ ThreadState& state() {
 
 DeviceState& device_state(DeviceType t) { return state().device[t == kCUDA ? 1 : 0]; }
 
-#define TT_AUTOCAST_NAME(Enum, name, policy) name,
-constexpr const char* kNames[] = {TT_AUTOCAST_OPS(TT_AUTOCAST_NAME)};
-#undef TT_AUTOCAST_NAME
-#define TT_AUTOCAST_POLICY(Enum, name, policy) CastPolicy::policy,
-constexpr CastPolicy kPolicies[] = {TT_AUTOCAST_OPS(TT_AUTOCAST_POLICY)};
-#undef TT_AUTOCAST_POLICY
+#define TT_AUTOCAST_X(name, policy) #name,
+constexpr const char* kNames[] = {TT_AUTOCAST_OPS()};
+#undef TT_AUTOCAST_X
+#define TT_AUTOCAST_X(name, policy) CastPolicy::policy,
+constexpr CastPolicy kPolicies[] = {TT_AUTOCAST_OPS()};
+#undef TT_AUTOCAST_X
 
 }  // namespace
 

@@ -18,7 +18,7 @@
 namespace tt {
 
 // --- the ops autocast changes ------------------------------------------------------------------
-// X(Enum, name, policy)
+// The autocast column of core/op_registry.h lists them, one value per op:
 //   LowerPrecision  float32 inputs are cast to the autocast dtype (bf16): the matrix products,
 //                   where bf16 doubles the speed (tensor cores, AVX512-BF16) and a float32
 //                   accumulator keeps the sums accurate.
@@ -27,30 +27,16 @@ namespace tt {
 // Every other op runs in the dtype of its inputs, promoted as usual: bf16 + float32 is float32,
 // so a residual connection in float32 stays float32. Elementwise ops on bf16 compute in float32
 // and round once (Note [bf16 compute] in backend/bf16_compute.h).
-// A new entry needs its hook in the op's function (amp::autocast(...), ops/autocast_hook.h); an entry
-// without one is flagged by the test that walks this list (tests/amp/test_autocast.cpp).
+// A listed op calls its hook first (amp::autocast(AutocastOp::name, ...), ops/autocast_hook.h); an
+// op listed without one is flagged by the test that walks the list (tests/amp/test_autocast.cpp).
+// TT_AUTOCAST_OPS() expands TT_AUTOCAST_X(name, policy) for each, e.g. TT_AUTOCAST_X(matmul,
+// LowerPrecision): define TT_AUTOCAST_X first. The enum below is in the registry's order.
 enum class CastPolicy : uint8_t { LowerPrecision, Float32 };
-#define TT_AUTOCAST_OPS(X)                                               \
-  X(Matmul, "matmul", LowerPrecision)                                    \
-  X(Mm, "mm", LowerPrecision)                                            \
-  X(Bmm, "bmm", LowerPrecision)                                          \
-  X(Linear, "linear", LowerPrecision)                                    \
-  X(ScaledDotProductAttention, "scaled_dot_product_attention", LowerPrecision) \
-  X(Softmax, "softmax", Float32)                                         \
-  X(LogSoftmax, "log_softmax", Float32)                                  \
-  X(LayerNorm, "layer_norm", Float32)                                    \
-  X(RmsNorm, "rms_norm", Float32)                                        \
-  X(CrossEntropy, "cross_entropy", Float32)                              \
-  X(NllLoss, "nll_loss", Float32)                                        \
-  X(MseLoss, "mse_loss", Float32)                                        \
-  X(BinaryCrossEntropy, "binary_cross_entropy", Float32)                 \
-  X(BinaryCrossEntropyWithLogits, "binary_cross_entropy_with_logits", Float32) \
-  X(Sum, "sum", Float32)                                                 \
-  X(Mean, "mean", Float32)
+#define TT_AUTOCAST_OPS() TT_OPS(TT_AUTOCAST_ROW)
 
-#define TT_AUTOCAST_ENUM(Enum, ...) Enum,
-enum class AutocastOp : uint8_t { TT_AUTOCAST_OPS(TT_AUTOCAST_ENUM) };
-#undef TT_AUTOCAST_ENUM
+#define TT_AUTOCAST_X(name, policy) name,
+enum class AutocastOp : uint8_t { TT_AUTOCAST_OPS() };
+#undef TT_AUTOCAST_X
 
 // Turns autocast on (or, with enabled = false, off) for ops on `device_type` tensors, on this
 // thread, until the guard goes out of scope; guards nest and restore what they found. dtype must
@@ -74,10 +60,9 @@ bool is_autocast_enabled(DeviceType device_type);  // on this thread
 ScalarType get_autocast_dtype(DeviceType device_type);
 const char* op_name(AutocastOp op);
 CastPolicy policy(AutocastOp op);
-constexpr size_t kNumAutocastOps = 0
-#define TT_AUTOCAST_COUNT(...) +1
-    TT_AUTOCAST_OPS(TT_AUTOCAST_COUNT);
-#undef TT_AUTOCAST_COUNT
+#define TT_AUTOCAST_X(...) +1
+constexpr size_t kNumAutocastOps = 0 TT_AUTOCAST_OPS();
+#undef TT_AUTOCAST_X
 
 // How many ops went through autocast on this thread (a counter for the test that checks every
 // listed op has its hook).

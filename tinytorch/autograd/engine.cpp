@@ -25,8 +25,7 @@
 
 #include "tinytorch/amp/autocast.h"
 #include "tinytorch/autograd/grad_mode.h"
-#include "tinytorch/ops/elementwise.h"
-#include "tinytorch/ops/factory.h"
+#include "tinytorch/core/op_declarations.h"
 
 namespace tt::autograd {
 

@@ -11,7 +11,7 @@
 #include "tinytorch/autograd/engine.h"
 #include "tinytorch/autograd/grad_mode.h"
 #include "tinytorch/core/generator.h"
-#include "tinytorch/ops/factory.h"
+#include "tinytorch/core/op_declarations.h"
 
 namespace tt::autograd {
 
@@ -117,9 +117,9 @@ std::string analytical_jacobians(const TensorList& outputs, const TensorList& in
     const Tensor& out = outputs[i];
     if (!checked_output(out) || !out.requires_grad()) continue;  // analytical Jacobian stays zero
     for (int64_t r = 0; r < out.numel(); ++r) {
-      std::vector<double> one_hot(size_t(out.numel()), 0.0);
-      one_hot[size_t(r)] = 1.0;
-      Tensor seed = tensor(one_hot, out.shape(), kFloat64).to(out.dtype());
+      Tensor seed = zeros(out.shape(), kFloat64);  // one-hot at element r
+      seed.data_ptr<double>()[r] = 1.0;
+      seed = seed.to(out.dtype());
       TensorList grads;
       try {
         grads = grad({out}, diff_inputs, {seed}, /*retain_graph=*/true, /*create_graph=*/false,

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "tinytorch/autograd/node.h"
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
-#include "tinytorch/ops/elementwise.h"
 
 namespace tt {
 

@@ -6,10 +6,7 @@
 
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/autograd/grad_mode.h"
-#include "tinytorch/ops/factory.h"
-#include "tinytorch/ops/reduction.h"
-#include "tinytorch/ops/copy.h"
-#include "tinytorch/ops/view.h"
+#include "tinytorch/core/op_declarations.h"
 
 namespace tt {
 

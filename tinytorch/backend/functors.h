@@ -1,6 +1,6 @@
 // The scalar math of every elementwise op, written once for both backends: the CPU loops and
 // the CUDA kernels call these same functors (TT_HOST_DEVICE marks them for nvcc). Each is named
-// after its op's row in backend/op_table.h, which is how backend/visit.h finds it.
+// after its op's row in core/op_table.h, which is how backend/visit.h finds it.
 #pragma once
 
 #include <cmath>

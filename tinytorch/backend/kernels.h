@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "tinytorch/backend/kernel_args.h"
-#include "tinytorch/backend/op_table.h"
+#include "tinytorch/core/op_table.h"
 #include "tinytorch/core/scalar.h"
 #include "tinytorch/core/tensor.h"
 

@@ -1,6 +1,6 @@
 // The visitors both backends dispatch elementwise, reduction and activation ops through: each
 // turns a runtime op into its compile-time functor (or traits), generated from the op tables in
-// backend/op_table.h, so the CPU loops (cpu/*.cpp) and the CUDA kernels (cuda/*.cu) hold no
+// core/op_table.h, so the CPU loops (cpu/*.cpp) and the CUDA kernels (cuda/*.cu) hold no
 // switch of their own and cannot miss an op. Loops, strides and threads are not here.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "tinytorch/backend/activation_functors.h"
 #include "tinytorch/backend/functors.h"
-#include "tinytorch/backend/op_table.h"
+#include "tinytorch/core/op_table.h"
 
 namespace tt {
 

@@ -22,6 +22,7 @@
 #include "tinytorch/core/device.h"
 #include "tinytorch/core/dtype.h"
 #include "tinytorch/core/error.h"
+#include "tinytorch/core/op_registry.h"
 #include "tinytorch/core/scalar.h"
 #include "tinytorch/core/shape.h"
 #include "tinytorch/core/storage.h"
@@ -155,117 +156,25 @@ class Tensor {
   void set_data(const Tensor& new_data) const;
 
   // --- conversion and copies ------------------------------------------------------------
-  Tensor to(ScalarType t, bool copy = false) const;
   Tensor to(Device d, bool copy = false) const;
   Tensor to(DeviceType d, bool copy = false) const { return to(Device(d), copy); }  // t.to(kCUDA)
   Tensor to(const TensorOptions& o, bool copy = false) const;
   Tensor cpu() const { return to(Device(kCPU)); }
   Tensor cuda(int index = 0) const { return to(Device(kCUDA, index)); }
-  Tensor contiguous() const;
-  Tensor clone() const;
-  Tensor& copy_(const Tensor& src);
-  Tensor& fill_(Scalar v);
   Tensor& zero_() { return fill_(0); }
 
-  // --- views (share storage) ------------------------------------------------------------
-  Tensor view(const Shape& shape) const;
-  Tensor reshape(const Shape& shape) const;
-  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
-  Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor t() const;
-  Tensor permute(const Shape& dims) const;
-  Tensor unsqueeze(int64_t dim) const;
-  Tensor squeeze() const;
-  Tensor squeeze(int64_t dim) const;
-  Tensor expand(const Shape& shape) const;
+  // --- views not in the registry -------------------------------------------------------------
   Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
-  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
-  Tensor select(int64_t dim, int64_t index) const;
-  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
 
-  // --- joining and splitting ------------------------------------------------------------
-  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
-  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
-
-  // --- indexing ---------------------------------------------------------------------------
-  Tensor index_select(int64_t dim, const Tensor& index) const;
-  Tensor gather(int64_t dim, const Tensor& index) const;
-  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
-  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor masked_fill(const Tensor& mask, Scalar value) const;
-  Tensor& masked_fill_(const Tensor& mask, Scalar value);
-
-  // --- elementwise ------------------------------------------------------------------------
-  Tensor neg() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor log1p() const;
-  Tensor expm1() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor abs() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  // Fused, numerically stable softmax / log-softmax over `dim` (ops/activation.cpp).
-  Tensor softmax(int64_t dim) const;
-  Tensor log_softmax(int64_t dim) const;
-  Tensor pow(const Tensor& e) const;
-  Tensor pow(Scalar e) const;
-  Tensor maximum(const Tensor& o) const;
-  Tensor minimum(const Tensor& o) const;
-  Tensor add(const Tensor& o, Scalar alpha = 1) const;
-  Tensor sub(const Tensor& o, Scalar alpha = 1) const;
-  Tensor mul(const Tensor& o) const;
-  Tensor div(const Tensor& o) const;
-  Tensor eq(const Tensor& o) const;
-  Tensor ne(const Tensor& o) const;
-  Tensor lt(const Tensor& o) const;
-  Tensor le(const Tensor& o) const;
-  Tensor gt(const Tensor& o) const;
-  Tensor ge(const Tensor& o) const;
-  // In place: write into this tensor (and every view of its storage); bump the version.
-  Tensor& add_(const Tensor& o, Scalar alpha = 1);
-  Tensor& add_(Scalar o);
-  Tensor& sub_(const Tensor& o, Scalar alpha = 1);
-  Tensor& sub_(Scalar o);
-  Tensor& mul_(const Tensor& o);
-  Tensor& mul_(Scalar o);
-  Tensor& div_(const Tensor& o);
-  Tensor& div_(Scalar o);
-  Tensor& neg_();
-  Tensor& exp_();
-  Tensor& relu_();
-
-  // --- reductions: a dims argument takes {0, 2}, a Shape or one dim (x.sum(1, true)) ---------
-  Tensor sum() const;
-  Tensor sum(DimList dims, bool keepdim = false) const;
-  Tensor mean() const;
-  Tensor mean(DimList dims, bool keepdim = false) const;
-  Tensor max() const;
-  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
-  Tensor min() const;
-  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
-  Tensor argmax() const;
-  Tensor argmax(int64_t dim, bool keepdim = false) const;
-  Tensor argmin() const;
-  Tensor argmin(int64_t dim, bool keepdim = false) const;
-  Tensor amax(DimList dims = {}, bool keepdim = false) const;  // see tt::amax
-  Tensor amin(DimList dims = {}, bool keepdim = false) const;
-  // correction = 1 is the unbiased estimator (PyTorch's default); an empty dims list means all
-  // dims: t.var({}, 0) is the population variance of every element.
-  Tensor var() const;
-  Tensor var(DimList dims, int64_t correction = 1, bool keepdim = false) const;
-  Tensor std() const;
-  Tensor std(DimList dims, int64_t correction = 1, bool keepdim = false) const;
-
-  // --- linear algebra ---------------------------------------------------------------------
-  Tensor matmul(const Tensor& o) const;
-  Tensor mm(const Tensor& o) const;
-  Tensor bmm(const Tensor& o) const;
+  // --- the ops, as methods: x.sum(1, true) is tt::sum(x, 1, true) ----------------------------------
+  // One method for every Method / MethodMut / MethodF row of core/op_registry.h (views, copies,
+  // splits, indexing, elementwise math, softmax, reductions, matrix products), taking the op's
+  // parameters after self with the same defaults; each calls tt::name (ops/tensor_methods.cpp).
+  // A dims argument takes {0, 2}, a Shape or one dim. The Own / OwnMut rows are methods only:
+  // to(dtype, copy) and the in-place arithmetic (add_, sub_, mul_, div_, neg_, exp_, relu_),
+  // which write into this tensor (and every view of its storage) and bump its version.
+  TT_OPS(TT_DECLARE_METHOD)
 
  private:
   TensorImpl& impl() const {

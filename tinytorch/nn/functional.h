@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "tinytorch/core/generator.h"
+#include "tinytorch/core/op_registry.h"
 #include "tinytorch/core/tensor.h"
 #include "tinytorch/ops/activation.h"
 #include "tinytorch/ops/attention.h"
@@ -23,19 +24,9 @@
 
 namespace tt::nn::functional {
 
-using tt::attention_weights;
-using tt::gelu;
-using tt::layer_norm;
-using tt::leaky_relu;
-using tt::linear;
-using tt::log_softmax;
-using tt::relu;
-using tt::rms_norm;
-using tt::scaled_dot_product_attention;
-using tt::sigmoid;
-using tt::silu;
-using tt::softmax;
-using tt::tanh;
+// Every F / MethodF row of core/op_registry.h, and the table ops marked for F:: there.
+TT_OPS(TT_USING_F)
+TT_F_TABLE_OPS(TT_USING_F_TABLE)
 
 // F::embedding(input, weight): F.embedding's order (indices first), unlike tt::embedding(weight,
 // indices), which follows torch.embedding.

@@ -220,11 +220,11 @@ std::shared_ptr<autograd::OpNode<Op>> record_pointwise(const Tensor& out, const 
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim) {
-  if (auto cast = amp::autocast(AutocastOp::Softmax, {x})) return softmax(cast[0], dim);
+  if (auto cast = amp::autocast(AutocastOp::softmax, {x})) return softmax(cast[0], dim);
   return softmax_impl<false>(x, dim);
 }
 Tensor log_softmax(const Tensor& x, int64_t dim) {
-  if (auto cast = amp::autocast(AutocastOp::LogSoftmax, {x})) return log_softmax(cast[0], dim);
+  if (auto cast = amp::autocast(AutocastOp::log_softmax, {x})) return log_softmax(cast[0], dim);
   return softmax_impl<true>(x, dim);
 }
 
@@ -262,8 +262,5 @@ Tensor leaky_relu(const Tensor& x, double negative_slope) {
   if (auto node = record_pointwise<LeakyRelu>(out, x)) node->saved.slope = negative_slope;
   return out;
 }
-
-Tensor Tensor::softmax(int64_t dim) const { return tt::softmax(*this, dim); }
-Tensor Tensor::log_softmax(int64_t dim) const { return tt::log_softmax(*this, dim); }
 
 }  // namespace tt

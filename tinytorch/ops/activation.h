@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
@@ -23,17 +24,12 @@ namespace tt {
 // empty row from poisoning a whole batch, as the "safe softmax" of attention kernels does.
 // A row with some -inf entries is ordinary: those entries get probability 0. NaN inputs give NaN
 // rows, +inf inputs NaN (inf - inf), as in PyTorch.
-Tensor softmax(const Tensor& x, int64_t dim);
-Tensor log_softmax(const Tensor& x, int64_t dim);
 
 // GELU(x) = x * Phi(x), Phi the standard normal CDF (approximate = "none", the erf form), or
 // x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate = "tanh"). Any other string throws
 // tt::Error. float32 uses a vectorized erf accurate to ~1e-7 (see activation_functors.h).
-Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 // SiLU (swish): x * sigmoid(x).
-Tensor silu(const Tensor& x);
 // LeakyReLU: x > 0 ? x : negative_slope * x. The derivative at 0 is negative_slope (as PyTorch).
-Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 
 // --- backward kernels ---------------------------------------------------------------------------
 // The gradient of each op from its output (softmax) or its input (GELU), for ops that fuse an
@@ -42,8 +38,7 @@ Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 // softmax_backward:     grad_out, out: [*] -> out * (grad_out - sum(grad_out * out, dim))
 // log_softmax_backward: grad_out, out: [*] -> grad_out - exp(out) * sum(grad_out, dim)
 // gelu_backward:        grad_out, x: [*]   -> grad_out * GELU'(x)
-Tensor softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim);
-Tensor log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim);
-Tensor gelu_backward(const Tensor& grad_out, const Tensor& x, const std::string& approximate = "none");
+
+// The declarations: the rows of TT_OPS_ACTIVATION (core/op_registry.h), in core/op_declarations.h.
 
 }  // namespace tt

@@ -353,7 +353,7 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_ma
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask,
                                     double dropout_p, bool is_causal, std::optional<double> scale, bool enable_gqa,
                                     Generator* gen) {
-  if (auto cast = amp::autocast(AutocastOp::ScaledDotProductAttention, {q, k, v, attn_mask}))
+  if (auto cast = amp::autocast(AutocastOp::scaled_dot_product_attention, {q, k, v, attn_mask}))
     return scaled_dot_product_attention(cast[0], cast[1], cast[2], cast[3], dropout_p, is_causal, scale, enable_gqa,
                                         gen);
   const char* op = "scaled_dot_product_attention";

@@ -39,6 +39,7 @@
 #include <optional>
 
 #include "tinytorch/core/generator.h"
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
@@ -70,15 +71,11 @@ class SdpaKernelGuard {
 SDPBackend sdpa_backend();
 
 // The attention output [*, Hq, Tq, Dv] (torch.nn.functional.scaled_dot_product_attention).
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = {},
-                                    double dropout_p = 0.0, bool is_causal = false,
-                                    std::optional<double> scale = std::nullopt, bool enable_gqa = false,
-                                    Generator* gen = nullptr);
 
 // The attention weights softmax(q @ k^T * scale + mask) [*, Hq, Tq, Tk], the same masks and
 // defaults as scaled_dot_product_attention (no dropout). Built from tensor ops: the readable math
 // path, and what need_weights returns.
-Tensor attention_weights(const Tensor& q, const Tensor& k, const Tensor& attn_mask = {}, bool is_causal = false,
-                         std::optional<double> scale = std::nullopt, bool enable_gqa = false);
+
+// The declarations: the rows of TT_OPS_ATTENTION (core/op_registry.h), in core/op_declarations.h.
 
 }  // namespace tt

@@ -13,7 +13,7 @@
 namespace tt::amp {
 
 // The hook at the top of each listed op:
-//   if (auto cast = amp::autocast(AutocastOp::Linear, {x, w, b})) return linear(cast[0], cast[1], cast[2]);
+//   if (auto cast = amp::autocast(AutocastOp::linear, {x, w, b})) return linear(cast[0], cast[1], cast[2]);
 // When autocast is on for the inputs' device, `cast` holds the inputs cast by the op's policy
 // (differentiable casts, as Tensor::to; integer, bool and float64 tensors pass unchanged) and
 // turns autocast off on this thread while it lives, so the op's own body and the ops it calls run

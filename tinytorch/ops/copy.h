@@ -4,17 +4,14 @@
 #include <initializer_list>
 #include <vector>
 
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
 
-Tensor to_dtype(const Tensor& t, ScalarType dtype, bool copy = false);
-Tensor to_device(const Tensor& t, const Device& device, bool copy = false);
-Tensor contiguous(const Tensor& t);
-Tensor clone(const Tensor& t);
-// Copies src into dst (broadcasting src, converting dtype, across devices); bumps dst's version.
-Tensor& copy_(Tensor& dst, const Tensor& src);
-Tensor& fill_(Tensor& t, Scalar value);
+// copy_(dst, src) copies src into dst (broadcasting src, converting dtype, across devices) and
+// bumps dst's version.
+// The declarations: the rows of TT_OPS_COPY (core/op_registry.h), in core/op_declarations.h.
 
 namespace detail {
 // The device check of every op taking two tensors or more, run before any kernel reads them:

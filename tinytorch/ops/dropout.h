@@ -5,11 +5,12 @@
 #pragma once
 
 #include "tinytorch/core/generator.h"
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
 
 // x: [*] -> [*]. train = false (or p = 0) returns x itself; p = 1 gives zeros.
-Tensor dropout(const Tensor& x, double p, bool train = true, Generator* gen = nullptr);
+// The declarations: the rows of TT_OPS_DROPOUT (core/op_registry.h), in core/op_declarations.h.
 
 }  // namespace tt

@@ -65,7 +65,7 @@ Tensor binary_scalar(BinaryOp op, const Tensor& a, Scalar b) {
   return binary_op(op, a, wrapped_scalar(b, common));
 }
 
-// Applies the op's dtype rule (backend/op_table.h): Floating ops turn integer and bool inputs
+// Applies the op's dtype rule (core/op_table.h): Floating ops turn integer and bool inputs
 // into float32, NoBool ops refuse bool.
 Tensor unary_input(UnaryOp op, const Tensor& a) {
   const UnaryInfo& info = unary_info(op);
@@ -86,7 +86,7 @@ Tensor unary_kernel(UnaryOp op, const Tensor& a) {
 }
 
 // --- derivatives ------------------------------------------------------------------------------
-// One autograd node per row of TT_UNARY_OPS and TT_BINARY_OPS (backend/op_table.h), generated
+// One autograd node per row of TT_UNARY_OPS and TT_BINARY_OPS (core/op_table.h), generated
 // from the row: its name, what it saves and its derivative formula. The formulas read g (the
 // output's gradient) and the saved in/out (unary) or a/b/out (binary); binary gradients are then
 // summed back to each input's shape and dtype (broadcasting).

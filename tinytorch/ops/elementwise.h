@@ -1,8 +1,9 @@
 // Elementwise ops with broadcasting and type promotion: arithmetic, comparisons, unary math,
-// where, and their in-place forms. Each op is a row of the tables in backend/op_table.h.
+// where, and their in-place forms. Each op is a row of the tables in core/op_table.h.
 #pragma once
 
-#include "tinytorch/backend/op_table.h"
+#include "tinytorch/core/op_table.h"
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
@@ -12,40 +13,18 @@ namespace tt {
 ScalarType result_type(const Tensor& a, const Tensor& b);
 ScalarType result_type(const Tensor& a, Scalar b);
 
-Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);
-Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);  // true division: integers give float32
-Tensor pow(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, Scalar b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor add(const Tensor& a, Scalar b);
-Tensor sub(const Tensor& a, Scalar b);
-Tensor mul(const Tensor& a, Scalar b);
-Tensor div(const Tensor& a, Scalar b);
-
-// Unary math: one function per row of TT_UNARY_OPS in backend/op_table.h, Tensor fn(const
+// add, sub, mul, div (true division: integers give float32), pow, maximum, minimum and the
+// comparisons, of two tensors or of a tensor and a scalar.
+// Unary math: one function per row of TT_UNARY_OPS in core/op_table.h, Tensor fn(const
 // Tensor& a) for tt::exp, tt::log, tt::sqrt, tt::relu and the rest; the table lists them all
 // with their dtype rule. Floating ops turn integer and bool inputs into float32 first, as
 // PyTorch does; NoBool ops (neg, abs, relu) keep the dtype and refuse bool.
-#define TT_UNARY_DECLARATION(Enum, fn, ...) Tensor fn(const Tensor& a);
-TT_UNARY_OPS(TT_UNARY_DECLARATION)
-#undef TT_UNARY_DECLARATION
 
-// cond ? a : b, broadcasting all three. cond must be bool.
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
-Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
+// where(cond, a, b): cond ? a : b, broadcasting all three. cond must be bool.
+// The declarations: the rows of TT_OPS_ELEMENTWISE (core/op_registry.h), in core/op_declarations.h.
 
 namespace detail {
-// An elementwise op by its table row (backend/op_table.h): detail::unary(UnaryOp::Exp, x) is
+// An elementwise op by its table row (core/op_table.h): detail::unary(UnaryOp::Exp, x) is
 // exp(x), detail::binary(BinaryOp::Mul, a, b) is mul(a, b). For code that iterates the tables.
 Tensor unary(UnaryOp op, const Tensor& a);
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
@@ -15,6 +16,6 @@ namespace tt {
 // no gradient; a negative value counts from the end (-1 is row V - 1), out of [-V, V) is an error.
 // Every index must be in [0, V): an IndexError names the first bad index, its position and V.
 // Cost: V·E memory for the weight gradient (dense), N·E reads and writes for N indices.
-Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
+// The declarations: the rows of TT_OPS_EMBEDDING (core/op_registry.h), in core/op_declarations.h.
 
 }  // namespace tt

@@ -7,42 +7,21 @@
 #include <vector>
 
 #include "tinytorch/core/generator.h"
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
 
-Tensor empty(const Shape& shape, const TensorOptions& opts = {});
-Tensor zeros(const Shape& shape, const TensorOptions& opts = {});
-Tensor ones(const Shape& shape, const TensorOptions& opts = {});
-Tensor full(const Shape& shape, Scalar value, const TensorOptions& opts = {});
-Tensor empty_like(const Tensor& t);
-Tensor zeros_like(const Tensor& t);
-Tensor ones_like(const Tensor& t);
-Tensor full_like(const Tensor& t, Scalar value);
-Tensor rand_like(const Tensor& t);
-Tensor randn_like(const Tensor& t);
-
-// [start, end) by step. With integer arguments and no dtype given, the result is int64 (as in
-// PyTorch); pass TensorOptions to choose.
-Tensor arange(Scalar end, const TensorOptions& opts);
-Tensor arange(Scalar start, Scalar end, Scalar step, const TensorOptions& opts);
-Tensor arange(Scalar end);
-Tensor arange(Scalar start, Scalar end, Scalar step = 1);
-Tensor linspace(double start, double end, int64_t steps, const TensorOptions& opts = {});
-Tensor eye(int64_t n, const TensorOptions& opts = {});
-Tensor eye(int64_t n, int64_t m, const TensorOptions& opts = {});
-
-Tensor rand(const Shape& shape, const TensorOptions& opts = {}, Generator* gen = nullptr);
-Tensor randn(const Shape& shape, const TensorOptions& opts = {}, Generator* gen = nullptr);
-// Integers uniformly in [low, high). int64 unless opts says otherwise.
-Tensor randint(int64_t low, int64_t high, const Shape& shape, const TensorOptions& opts = kInt64,
-               Generator* gen = nullptr);
-Tensor randint(int64_t high, const Shape& shape, const TensorOptions& opts = kInt64,
-               Generator* gen = nullptr);
+// empty, zeros, ones, full (shape, ..., options = {}); empty_like, zeros_like, ones_like,
+// full_like, rand_like, randn_like; scalar_tensor(value, options).
+// arange: [start, end) by step. With integer arguments and no options given, the result is int64
+// (as in PyTorch); pass TensorOptions to choose. linspace(start, end, steps, options) and eye(n[, m]).
+// rand, randn (shape, options, gen); randint(low, high, shape, options = kInt64, gen): integers
+// uniformly in [low, high), int64 unless options says otherwise.
+// The declarations: the rows of TT_OPS_FACTORY (core/op_registry.h), in core/op_declarations.h.
 
 // From values: 0-d, 1-d and 2-d literals, or flat data with a shape.
 // Floating literals give float32, integer literals int64, bool literals bool (as torch::tensor).
-Tensor scalar_tensor(Scalar value, const TensorOptions& opts = {});
 Tensor tensor(std::initializer_list<double> values, const TensorOptions& opts = {});
 Tensor tensor(std::initializer_list<int> values, const TensorOptions& opts = kInt64);
 Tensor tensor(std::initializer_list<int64_t> values, const TensorOptions& opts = kInt64);

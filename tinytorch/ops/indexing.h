@@ -2,16 +2,12 @@
 // index is range-checked before any kernel runs.
 #pragma once
 
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
 
-Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index);
-Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
-Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
-Tensor& scatter_add_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
-// mask: bool, broadcastable to t. Where mask is true, value.
-Tensor masked_fill(const Tensor& t, const Tensor& mask, Scalar value);
-Tensor& masked_fill_(Tensor& t, const Tensor& mask, Scalar value);
+// masked_fill(t, mask, value): mask is bool, broadcastable to t; where it is true, value.
+// The declarations: the rows of TT_OPS_INDEXING (core/op_registry.h), in core/op_declarations.h.
 
 }  // namespace tt

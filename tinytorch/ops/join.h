@@ -3,14 +3,11 @@
 
 #include <vector>
 
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
-std::vector<Tensor> split(const Tensor& t, int64_t split_size, int64_t dim = 0);
-std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, int64_t dim = 0);
-std::vector<Tensor> chunk(const Tensor& t, int64_t chunks, int64_t dim = 0);
+// The declarations: the rows of TT_OPS_JOIN (core/op_registry.h), in core/op_declarations.h.
 
 }  // namespace tt

@@ -124,7 +124,7 @@ struct Linear {
 
 // x: [*, in], w: [out, in], b: [out] -> [*, out]
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  if (auto cast = amp::autocast(AutocastOp::Linear, {x, w, b})) return linear(cast[0], cast[1], cast[2]);
+  if (auto cast = amp::autocast(AutocastOp::linear, {x, w, b})) return linear(cast[0], cast[1], cast[2]);
   detail::check_same_device("linear", {&x, &w, &b});
   check_operands(x, w, "linear");
   TT_CHECK_SHAPE(x.dim() >= 1 && w.dim() == 2, "linear: expected input [*, in] and weight [out, in], got ",
@@ -163,7 +163,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (auto cast = amp::autocast(AutocastOp::Matmul, {a, b})) return matmul(cast[0], cast[1]);
+  if (auto cast = amp::autocast(AutocastOp::matmul, {a, b})) return matmul(cast[0], cast[1]);
   check_operands(a, b, "matmul");
   TT_CHECK_SHAPE(a.dim() >= 1 && b.dim() >= 1, "matmul: both arguments need at least 1 dimension, got ",
                  a.shape(), " and ", b.shape());
@@ -180,14 +180,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
-  if (auto cast = amp::autocast(AutocastOp::Mm, {a, b})) return mm(cast[0], cast[1]);
+  if (auto cast = amp::autocast(AutocastOp::mm, {a, b})) return mm(cast[0], cast[1]);
   check_operands(a, b, "mm");
   TT_CHECK_SHAPE(a.dim() == 2 && b.dim() == 2, "mm: expected 2-d matrices, got ", a.shape(), " and ", b.shape());
   return batched_matmul(a, b, "mm");
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  if (auto cast = amp::autocast(AutocastOp::Bmm, {a, b})) return bmm(cast[0], cast[1]);
+  if (auto cast = amp::autocast(AutocastOp::bmm, {a, b})) return bmm(cast[0], cast[1]);
   check_operands(a, b, "bmm");
   TT_CHECK_SHAPE(a.dim() == 3 && b.dim() == 3, "bmm: expected 3-d tensors, got ", a.shape(), " and ", b.shape());
   TT_CHECK_SHAPE(a.size(0) == b.size(0), "bmm: batch sizes must match, got ", a.shape(), " and ", b.shape());

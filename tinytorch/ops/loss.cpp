@@ -358,7 +358,7 @@ std::ostream& operator<<(std::ostream& os, Reduction r) { return os << reduction
 
 // input: [*], target: [*] -> [] or [*]
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  if (auto cast = amp::autocast(AutocastOp::MseLoss, {input, target})) return mse_loss(cast[0], cast[1], reduction);
+  if (auto cast = amp::autocast(AutocastOp::mse_loss, {input, target})) return mse_loss(cast[0], cast[1], reduction);
   check_input(input, "mse_loss");
   check_same_shape_target(input, target, "mse_loss");
   check_reduction(reduction, "mse_loss");
@@ -377,7 +377,7 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
 // (probabilities) -> [] (mean, sum) or the target's shape without the class dim (none)
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
                      int64_t ignore_index, double label_smoothing) {
-  if (auto cast = amp::autocast(AutocastOp::CrossEntropy, {input, target, weight}))
+  if (auto cast = amp::autocast(AutocastOp::cross_entropy, {input, target, weight}))
     return cross_entropy(cast[0], cast[1], cast[2], reduction, ignore_index, label_smoothing);
   const char* op = "cross_entropy";
   check_class_input(input, op);
@@ -432,7 +432,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 // input: [C] | [N, C] | [N, C, d..] log-probabilities; target: [] | [N] | [N, d..] int64 -> [] or target's shape
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
                 int64_t ignore_index) {
-  if (auto cast = amp::autocast(AutocastOp::NllLoss, {input, target, weight}))
+  if (auto cast = amp::autocast(AutocastOp::nll_loss, {input, target, weight}))
     return nll_loss(cast[0], cast[1], cast[2], reduction, ignore_index);
   const char* op = "nll_loss";
   check_class_input(input, op);
@@ -461,7 +461,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 
 // input: [*] probabilities, target: [*], weight: broadcastable -> [] or [*]
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction) {
-  if (auto cast = amp::autocast(AutocastOp::BinaryCrossEntropy, {input, target, weight}))
+  if (auto cast = amp::autocast(AutocastOp::binary_cross_entropy, {input, target, weight}))
     return binary_cross_entropy(cast[0], cast[1], cast[2], reduction);
   const char* op = "binary_cross_entropy";
   check_input(input, op);
@@ -488,7 +488,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 // input: [*] logits, target: [*], weight, pos_weight: broadcastable -> [] or [*]
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction reduction) {
-  if (auto cast = amp::autocast(AutocastOp::BinaryCrossEntropyWithLogits, {input, target, weight, pos_weight}))
+  if (auto cast = amp::autocast(AutocastOp::binary_cross_entropy_with_logits, {input, target, weight, pos_weight}))
     return binary_cross_entropy_with_logits(cast[0], cast[1], cast[2], cast[3], reduction);
   const char* op = "binary_cross_entropy_with_logits";
   check_input(input, op);

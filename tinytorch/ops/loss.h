@@ -21,22 +21,16 @@
 #include <cstdint>
 #include <ostream>
 
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
 
-// How the per-element losses are combined: kept as they are (None), averaged (Mean) or added
-// (Sum). LibTorch spells them torch::kNone, torch::kMean, torch::kSum; so does tinytorch.
-enum class Reduction : uint8_t { None, Mean, Sum, NumReductions };
-constexpr Reduction kNone = Reduction::None;
-constexpr Reduction kMean = Reduction::Mean;
-constexpr Reduction kSum = Reduction::Sum;
+// Reduction (kNone, kMean, kSum: how the per-element losses are combined) and
+// kDefaultIgnoreIndex are defined with the op registry (core/op_registry.h), whose rows name them.
 // "none", "mean", "sum" (PyTorch's strings).
 const char* reduction_name(Reduction r);
 std::ostream& operator<<(std::ostream& os, Reduction r);
-
-// The ignore_index default of cross_entropy and nll_loss, as PyTorch's.
-constexpr int64_t kDefaultIgnoreIndex = -100;
 
 // Mean squared error (x - y)^2 and mean absolute error |x - y|, elementwise.
 // input: [*], target: [*] (same shape) -> [] (mean, sum) or [*] (none).
@@ -44,8 +38,6 @@ constexpr int64_t kDefaultIgnoreIndex = -100;
 // to incorrect results"); tinytorch requires equal shapes and throws ShapeError, because
 // input [N, 1] against target [N] silently becomes an [N, N] loss. l1_loss's gradient at x == y
 // is 0 (sign(0)), as PyTorch's.
-Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
-Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean);
 
 // Cross-entropy of unnormalized logits, log-softmax and NLL fused into one op
 // (Note [fused cross-entropy] in loss.cpp). The class dim is dim 1, or dim 0 for an unbatched
@@ -69,14 +61,9 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = 
 //   loss_row = (1 - ε) * NLL(row) + ε / C * sum_c w_c * (-log p_c)
 // weight: [C], one rescaling factor per class (w_c above; 1 when undefined). With class-index
 // targets the rows count w_target each in the mean's denominator, as in PyTorch.
-Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
-                     Reduction reduction = kMean, int64_t ignore_index = kDefaultIgnoreIndex,
-                     double label_smoothing = 0.0);
 
 // Negative log-likelihood of log-probabilities (log_softmax output): loss_row = -w_t * input[t].
 // Same shapes, targets, ignore_index, weight and mean denominator as class-index cross_entropy.
-Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {}, Reduction reduction = kMean,
-                int64_t ignore_index = kDefaultIgnoreIndex);
 
 // Binary cross-entropy of probabilities x in [0, 1] against targets y:
 //   loss = -w * (y * log(x) + (1 - y) * log(1 - x)),
@@ -87,8 +74,6 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight 
 // -w * logit(x) unclamped, infinite at x = 0 or 1; tinytorch's is the derivative of the clamped
 // loss it computes, finite (100 w at the edges), and equal to PyTorch's everywhere else.
 // input: [*], target: [*] (same shape), weight: broadcastable to [*] -> [] or [*] (none)
-Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight = {},
-                            Reduction reduction = kMean);
 
 // Binary cross-entropy of logits x (sigmoid folded in), computed in the stable form
 //   loss = (1 - y) * x + l * softplus(-x),   l = 1 + (pos_weight - 1) * y,
@@ -97,7 +82,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 // multiplies the positive term, one factor per class along the last dim; weight rescales each
 // element. The gradient for x is w * ((1 - y) - l * sigmoid(-x)).
 // input: [*], target: [*] (same shape), weight, pos_weight: broadcastable to [*] -> [] or [*]
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight = {},
-                                        const Tensor& pos_weight = {}, Reduction reduction = kMean);
+
+// The declarations: the rows of TT_OPS_LOSS (core/op_registry.h), in core/op_declarations.h.
 
 }  // namespace tt

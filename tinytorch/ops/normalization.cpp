@@ -188,7 +188,7 @@ bool requires(const Tensor& t) { return t.defined() && t.requires_grad(); }
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
-  if (auto cast = amp::autocast(AutocastOp::LayerNorm, {x, weight, bias}))
+  if (auto cast = amp::autocast(AutocastOp::layer_norm, {x, weight, bias}))
     return layer_norm(cast[0], normalized_shape, cast[1], cast[2], eps);
   const Rows rc = check_inputs("layer_norm", x, normalized_shape, weight, bias, eps);
   const Tensor x2 = as_shape(x, {rc.R, rc.C});
@@ -210,7 +210,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
-  if (auto cast = amp::autocast(AutocastOp::RmsNorm, {x, weight}))
+  if (auto cast = amp::autocast(AutocastOp::rms_norm, {x, weight}))
     return rms_norm(cast[0], normalized_shape, cast[1], eps);
   if (x.is_floating_point() && !eps) {  // the machine epsilon of x's dtype, as torch.finfo(x.dtype).eps
     eps = x.dtype() == kFloat64    ? std::numeric_limits<double>::epsilon()

@@ -11,6 +11,7 @@
 
 #include <optional>
 
+#include "tinytorch/core/op_declarations.h"
 #include "tinytorch/core/tensor.h"
 
 namespace tt {
@@ -20,13 +21,11 @@ namespace tt {
 // computed stably (x = 1e4 + small noise keeps its small variance). eps must be >= 0.
 // Differentiable in x, weight and bias, to any order (first order by the fused kernel; see
 // Note [double backward of normalization] in normalization.cpp).
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
-                  double eps = 1e-5);
 
 // y = x / sqrt(mean(x^2) + eps) * weight, the mean over the normalized dims of each row
 // (torch.nn.functional.rms_norm of PyTorch 2.4). eps defaults, as there, to the machine epsilon
 // of x's dtype (1.19e-07 for float32, 2.22e-16 for float64); given, it must be >= 0.
-Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
-                std::optional<double> eps = std::nullopt);
+
+// The declarations: the rows of TT_OPS_NORMALIZATION (core/op_registry.h), in core/op_declarations.h.
 
 }  // namespace tt

@@ -206,16 +206,16 @@ Tensor extreme_dims(const Tensor& t, const Shape& dims, bool keepdim) {
 }  // namespace
 
 Tensor sum(const Tensor& t) {
-  if (auto cast = amp::autocast(AutocastOp::Sum, {t})) return sum(cast[0]);
+  if (auto cast = amp::autocast(AutocastOp::sum, {t})) return sum(cast[0]);
   return sum_impl(t, make_mask(t, {}, "sum"), false);
 }
 Tensor sum(const Tensor& t, DimList dims, bool keepdim) {
-  if (auto cast = amp::autocast(AutocastOp::Sum, {t})) return sum(cast[0], dims, keepdim);
+  if (auto cast = amp::autocast(AutocastOp::sum, {t})) return sum(cast[0], dims, keepdim);
   return sum_impl(t, make_mask(t, dims.dims, "sum"), keepdim);
 }
 
 Tensor mean(const Tensor& t, DimList dims, bool keepdim) {
-  if (auto cast = amp::autocast(AutocastOp::Mean, {t})) return mean(cast[0], dims, keepdim);
+  if (auto cast = amp::autocast(AutocastOp::mean, {t})) return mean(cast[0], dims, keepdim);
   TT_CHECK_DTYPE(t.is_floating_point(), "mean: could not infer output dtype, the input dtype must be "
                  "floating point, got ", t.dtype());
   DimMask m = make_mask(t, dims.dims, "mean");

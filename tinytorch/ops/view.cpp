@@ -214,6 +214,13 @@ Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
   return record_view<Transpose>(t, make_view(t, shape, strides, t.storage_offset(), "transpose"), {a, b});
 }
 
+// t(): transpose(0, 1) of a 2-D tensor; a 0-D or 1-D tensor comes back as it is (a view).
+Tensor t(const Tensor& self) {
+  TT_CHECK_SHAPE(self.dim() <= 2, "t: expects a tensor with <= 2 dimensions, got ", self.dim(), "-d shape ",
+                 self.shape());
+  return self.dim() < 2 ? transpose(self, 0, 0) : transpose(self, 0, 1);
+}
+
 Tensor permute(const Tensor& t, const Shape& dims) {
   TT_CHECK_SHAPE(dims.size() == t.dim(), "permute: number of dims don't match, the input has ",
                  t.dim(), " dims but the permutation ", dims, " has ", dims.size());
