@@ -26,6 +26,7 @@ Tensor call_listed_op(AutocastOp op) {
     case AutocastOp::scaled_dot_product_attention: return scaled_dot_product_attention(q, q, q);
     case AutocastOp::softmax: return softmax(x, 1);
     case AutocastOp::log_softmax: return log_softmax(x, 1);
+    case AutocastOp::softplus: return softplus(x);
     case AutocastOp::layer_norm: return layer_norm(x, {6});
     case AutocastOp::rms_norm: return rms_norm(x, {6});
     case AutocastOp::cross_entropy: return cross_entropy(x, labels);

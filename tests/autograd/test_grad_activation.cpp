@@ -52,6 +52,14 @@ TEST_CASE("gradcheck: silu and leaky_relu", "[autograd][gradcheck][activation]")
   expect_grad("leaky_relu slope 0.2", [](L x) { return leaky_relu(x[0], 0.2); }, {randn64({5})});
 }
 
+TEST_CASE("gradcheck: softplus, a composite, to second order", "[autograd][gradcheck][activation]") {
+  manual_seed(605);
+  expect_grad("default", [](L x) { return softplus(x[0]); }, {randn64_t({3, 2})});
+  expect_grad("beta 2, threshold 1: both branches", [](L x) { return softplus(x[0] * 2.0, 2.0, 1.0); },
+              {randn64_strided({2, 3})});
+  expect_grad("beta -0.5", [](L x) { return softplus(x[0], -0.5); }, {randn64({5})});
+}
+
 TEST_CASE("gradcheck: the exported activation backward kernels", "[autograd][gradcheck][activation]") {
   manual_seed(604);
   expect_grad("softmax_backward", [](L x) { return softmax_backward(x[0], softmax(x[1], -1), -1); },

@@ -1,5 +1,6 @@
 // Activation layers (nn/activation.h): each forward equals its op, options are honoured and read
 // like LibTorch's, bad options throw, gradients flow through the layers.
+#include <sstream>
 #include <string>
 
 #include "test_util.h"
@@ -18,6 +19,15 @@ TEST_CASE("activation modules compute their ops", "[nn][activation]") {
   CHECK_ALLCLOSE(nn::Softmax(1)(x), softmax(x, 1), 0, 0);
   CHECK_ALLCLOSE(nn::Softmax(0).forward(x), softmax(x, 0), 0, 0);
   CHECK_ALLCLOSE(nn::LogSoftmax(-1)(x), log_softmax(x, -1), 0, 0);
+  CHECK_ALLCLOSE(nn::Softplus()(x), softplus(x), 0, 0);
+  nn::Softplus sharp(nn::SoftplusOptions().beta(2).threshold(10));
+  CHECK_ALLCLOSE(sharp(x), softplus(x, 2, 10), 0, 0);
+  CHECK(sharp.options.beta() == 2);
+  CHECK(sharp.options.threshold() == 10);
+  std::ostringstream printed;
+  printed << sharp;
+  // print(torch.nn.Softplus(beta=2, threshold=10)); tinytorch adds a line counting parameters.
+  CHECK(printed.str().rfind("Softplus(beta=2, threshold=10)\n", 0) == 0);
   // operator() is forward.
   nn::GELU g;
   CHECK_ALLCLOSE(g(x), g.forward(x), 0, 0);

@@ -454,6 +454,39 @@ TEST_CASE("gelu, silu and leaky_relu special values", "[ops][activation][gelu]")
   }
 }
 
+TEST_CASE("softplus matches PyTorch on both sides of its threshold and where exp overflows",
+          "[ops][activation][softplus]") {
+  // torch.nn.functional.softplus in float64 (torch 1.13), and its gradient for beta = 1.
+  const std::vector<double> x = {-100.0, -30.0, -3.0, -0.5, 0.0, 0.5, 3.0, 19.5, 20.5, 100.0};
+  const std::vector<double> ref = {3.720075976020836e-44, 9.357622968839737e-14, 0.04858735157374206,
+                                   0.4740769841801067, 0.6931471805599453, 0.9740769841801067, 3.048587351573742,
+                                   19.500000003398267, 20.5, 100.0};
+  const std::vector<double> ref_beta2_t5 = {6.919482633683688e-88, 4.37825538134826e-27, 0.0012378425688652247,
+                                            0.15663084375911143, 0.34657359027997264, 0.6566308437591114, 3.0,
+                                            19.5, 20.5, 100.0};
+  const std::vector<double> ref_beta_neg = {-100.0, -30.0, -3.007365163232396, -0.7579140040765999,
+                                            -0.46209812037329684, -0.2579140040766, -0.007365163232395878,
+                                            -1.3206725320325224e-13, -2.946818735760717e-14,
+                                            -4.783397315442941e-66};
+  const std::vector<double> grad_ref = {3.720075976020836e-44, 9.3576229688393e-14, 0.04742587317756679,
+                                        0.37754066879814546, 0.5, 0.6224593312018546, 0.9525741268224333,
+                                        0.9999999966017322, 1.0, 1.0};
+  const Shape s{10};
+  Tensor t = f64(x, s);
+  CHECK_ALLCLOSE(softplus(t), f64(ref, s), 1e-14, 0);
+  CHECK_ALLCLOSE(softplus(t, 2.0, 5.0), f64(ref_beta2_t5, s), 1e-14, 0);
+  CHECK_ALLCLOSE(softplus(t, -1.5), f64(ref_beta_neg, s), 1e-14, 0);
+  Tensor leaf = t.clone().requires_grad_(true);
+  softplus(leaf).sum().backward();
+  CHECK_ALLCLOSE(leaf.grad(), f64(grad_ref, s), 1e-14, 0);  // 1/2 at 0 exactly, 1 above the threshold
+  // float32 and bf16 stay finite where exp(beta x) overflows their range.
+  Tensor f = t.to(kFloat32);
+  CHECK(softplus(f).dtype() == kFloat32);
+  CHECK_ALLCLOSE(softplus(f), f64(ref, s).to(kFloat32), 1e-6, 1e-30);
+  for (float v : softplus(f * 1e4, 1.0, 1e9).to_vector<float>()) CHECK(std::isfinite(v));  // log1p(exp(1e6))
+  CHECK(softplus(t.to(kBFloat16)).dtype() == kBFloat16);
+}
+
 TEST_CASE("activation ops reject integer inputs, bad dims and bad gelu modes", "[ops][activation][errors]") {
   Tensor i = tensor({1, 2, 3});
   Tensor b = tensor({true, false});
@@ -464,6 +497,9 @@ TEST_CASE("activation ops reject integer inputs, bad dims and bad gelu modes", "
   CHECK_THROWS_WITH(gelu(i), Contains("gelu") && Contains("int64"));
   CHECK_THROWS_WITH(silu(i), Contains("silu") && Contains("int64"));
   CHECK_THROWS_WITH(leaky_relu(i), Contains("leaky_relu") && Contains("int64"));
+  CHECK_THROWS_AS(softplus(i), DtypeError);  // PyTorch: "softplus_cpu" not implemented for 'Long'
+  CHECK_THROWS_WITH(softplus(b), Contains("softplus") && Contains("bool"));
+  CHECK_THROWS_WITH(softplus(randn({2}), 0.0), Contains("softplus") && Contains("beta") && Contains("non-zero"));
   CHECK_THROWS_AS(gelu(i), DtypeError);
 
   Tensor x = randn({2, 3});

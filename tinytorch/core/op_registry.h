@@ -187,6 +187,11 @@ constexpr int64_t kDefaultIgnoreIndex = -100;
   X(gelu, F, None, FloatOnly, Tensor, (TT_P(const Tensor&, input), TT_D(const std::string&, approximate, "none")), "torch.nn.functional.gelu(input, approximate=approximate)") \
   X(silu, F, None, FloatOnly, Tensor, (TT_P(const Tensor&, input)), "torch.nn.functional.silu(input)") \
   X(leaky_relu, F, None, FloatOnly, Tensor, (TT_P(const Tensor&, input), TT_D(double, negative_slope, 0.01)), "torch.nn.functional.leaky_relu(input, negative_slope)") \
+  /* softplus(x) = log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's    \
+     cut-off, which keeps its gradient exactly 1 there). Computed as max(z, 0) + log1p(exp(-|z|)),  \
+     z = beta x, so no exp overflows for any x; its derivative is sigmoid(beta x). A composite of    \
+     elementwise ops (ops/activation.cpp): autograd differentiates it to any order. */               \
+  X(softplus, F, Float32, FloatOnly, Tensor, (TT_P(const Tensor&, input), TT_D(double, beta, 1.0), TT_D(double, threshold, 20.0)), "torch.nn.functional.softplus(input, beta, threshold)") \
   X(softmax_backward, Fn, None, FloatOnly, Tensor, (TT_P(const Tensor&, grad_out), TT_P(const Tensor&, out), TT_P(int64_t, dim)), "") \
   X(log_softmax_backward, Fn, None, FloatOnly, Tensor, (TT_P(const Tensor&, grad_out), TT_P(const Tensor&, out), TT_P(int64_t, dim)), "") \
   X(gelu_backward, Fn, None, FloatOnly, Tensor, (TT_P(const Tensor&, grad_out), TT_P(const Tensor&, input), TT_D(const std::string&, approximate, "none")), "")

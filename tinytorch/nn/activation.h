@@ -1,5 +1,5 @@
 // Activation layers, each an nn::Module without parameters:
-// ReLU, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Softmax(dim), LogSoftmax(dim). None has parameters
+// ReLU, LeakyReLU, GELU, Softplus, SiLU, Sigmoid, Tanh, Softmax(dim), LogSoftmax(dim). None has parameters
 // or state; each forwards to the op (ops/activation.h, ops/elementwise.h), whose docs hold the
 // math and the fully-masked-row behaviour of softmax. Spelled as LibTorch's torch::nn layers:
 //
@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include "tinytorch/core/tensor.h"
 #include "tinytorch/nn/module.h"
+#include "tinytorch/ops/activation.h"
 
 namespace tt::nn {
 
@@ -41,6 +43,24 @@ struct GELUOptions {
 
  private:
   std::string approximate_ = "none";
+};
+
+struct SoftplusOptions {
+  SoftplusOptions& beta(double v) {
+    beta_ = v;
+    return *this;
+  }
+  double beta() const { return beta_; }
+  // Where beta * x exceeds it, the layer returns x itself.
+  SoftplusOptions& threshold(double v) {
+    threshold_ = v;
+    return *this;
+  }
+  double threshold() const { return threshold_; }
+
+ private:
+  double beta_ = 1.0;
+  double threshold_ = 20.0;
 };
 
 struct SoftmaxOptions {
@@ -93,6 +113,21 @@ class GELU : public Module {
   Tensor operator()(const Tensor& x) const { return forward(x); }
   std::string extra_repr() const override;
   GELUOptions options;
+};
+
+// Softplus: log(1 + exp(beta x)) / beta (tt::softplus, core/op_registry.h). Defined here, with the
+// op's own name in its extra_repr, as torch.nn.Softplus prints "Softplus(beta=1, threshold=20)".
+class Softplus : public Module {
+ public:
+  explicit Softplus(const SoftplusOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& x) const { return softplus(x, options.beta(), options.threshold()); }
+  Tensor operator()(const Tensor& x) const { return forward(x); }
+  std::string extra_repr() const override {
+    std::ostringstream os;
+    os << "beta=" << options.beta() << ", threshold=" << options.threshold();
+    return os.str();
+  }
+  SoftplusOptions options;
 };
 
 class SiLU : public Module {

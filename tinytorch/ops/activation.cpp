@@ -15,6 +15,8 @@
 // gelu_backward again: every order of derivative is right.
 #include "tinytorch/ops/activation.h"
 
+#include <cmath>
+
 #include "tinytorch/ops/autocast_hook.h"
 #include "tinytorch/autograd/function.h"
 #include "tinytorch/backend/backend.h"
@@ -254,6 +256,21 @@ Tensor silu(const Tensor& x) {
   Tensor out = activation_kernel(ActivationOp::Silu, x, 0.0);
   record_pointwise<Silu>(out, x);
   return out;
+}
+
+// softplus (op registry): a composite, no kernel and no node of its own. Each branch of a where()
+// sees an input clamped to its own side of 0, so the branch that is thrown away has a finite value
+// and a finite gradient (an exp(z) of a large z in it would give inf * 0 = NaN in backward), and
+// the where() conditions send z = 0 to the log1p(exp(z)) branch, whose derivative there is 1/2.
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  if (auto cast = amp::autocast(AutocastOp::softplus, {x})) return softplus(cast[0], beta, threshold);
+  check_floating(x, "softplus");
+  TT_CHECK(beta != 0.0 && std::isfinite(beta), "softplus: beta must be finite and non-zero, got ", beta);
+  const Tensor z = mul(x, beta);
+  const Tensor positive = z > 0.0;
+  const Tensor above = where(positive, z, 0.0), below = where(positive, 0.0, z);
+  const Tensor smooth = where(positive, add(above, log1p(exp(neg(above)))), log1p(exp(below)));
+  return where(z > threshold, x, div(smooth, beta));
 }
 
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
