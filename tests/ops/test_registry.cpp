@@ -25,7 +25,8 @@ T make(const Tensor& x) {
   else if constexpr (std::is_same_v<T, int64_t>) return 0;
   else if constexpr (std::is_same_v<T, double>) return 0.5;
   else if constexpr (std::is_same_v<T, bool>) return false;
-  else if constexpr (std::is_same_v<T, Scalar>) return x.dtype() == kBool ? Scalar(true) : x.is_floating_point() ? Scalar(1.0) : Scalar(1);
+  else if constexpr (std::is_same_v<T, Scalar>)  // of the input's kind: bool.add_(1) is refused
+    return x.dtype() == kBool ? Scalar(true) : x.is_floating_point() ? Scalar(1.0) : Scalar(1);
   else if constexpr (std::is_same_v<T, Shape>) return x.shape();
   else if constexpr (std::is_same_v<T, DimList>) return DimList(0);
   else if constexpr (std::is_same_v<T, IntList>) return IntList{1, 1};

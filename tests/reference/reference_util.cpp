@@ -11,16 +11,6 @@ namespace tt::reference {
 
 namespace {
 
-double parse_float(const json& v) {
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-inf") return -std::numeric_limits<double>::infinity();
-    throw std::runtime_error("fixture: bad float value '" + s + "'");
-  }
-  return v.get<double>();
-}
 
 bool same_value(double a, double e, double rtol, double atol) {
   if (std::isnan(a) || std::isnan(e)) return std::isnan(a) && std::isnan(e);
@@ -157,6 +147,17 @@ void check_error_case(const json& c, const Runner& run, std::vector<Input>& in) 
 }
 
 }  // namespace
+
+double parse_float(const json& v) {
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    throw std::runtime_error("fixture: bad float value '" + s + "'");
+  }
+  return v.get<double>();
+}
 
 json load_family(const std::string& family) {
   const std::string path = std::string(TT_SOURCE_DIR) + "/tests/fixtures/" + family + ".json";

@@ -39,6 +39,7 @@ ScalarType parse_dtype(const std::string& name);
 Shape parse_shape(const json& j);
 std::vector<int64_t> parse_ints(const json& j);
 Scalar parse_scalar(const json& s);     // {"kind": ..., "value": ...}
+double parse_float(const json& v);      // a number, or "nan", "inf", "-inf"
 Tensor make_tensor(const json& spec);   // {"dtype", "shape", "data"} -> a new contiguous tensor
 Tensor apply_view(Tensor t, const json& steps);
 std::vector<Input> make_inputs(const json& inputs);

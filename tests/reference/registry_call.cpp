@@ -2,8 +2,6 @@
 // generated from its parameter list, and the rule that picks the row a fixture case means.
 #include "reference/registry_call.h"
 
-#include <cmath>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
@@ -23,17 +21,6 @@ struct Call {
   bool given(const char* key) const { return args.contains(key) && !args.at(key).is_null(); }
 };
 
-double number(const json& v) {
-  if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "inf") return std::numeric_limits<double>::infinity();
-    if (s == "-inf") return -std::numeric_limits<double>::infinity();
-    throw std::logic_error("registry call: bad number '" + s + "'");
-  }
-  return v.get<double>();
-}
-
 Reduction reduction(const std::string& s) {
   for (int r = 0; r < int(Reduction::NumReductions); ++r)
     if (s == reduction_name(Reduction(r))) return Reduction(r);
@@ -44,17 +31,18 @@ Reduction reduction(const std::string& s) {
 template <typename T>
 T read(const json& v) {
   if constexpr (std::is_same_v<T, int64_t>) return v.get<int64_t>();
-  else if constexpr (std::is_same_v<T, double>) return number(v);
+  else if constexpr (std::is_same_v<T, double>) return parse_float(v);
   else if constexpr (std::is_same_v<T, bool>) return v.get<bool>();
   else if constexpr (std::is_same_v<T, Scalar>) return parse_scalar(v);
   else if constexpr (std::is_same_v<T, Shape>) return parse_shape(v);
   else if constexpr (std::is_same_v<T, IntList>) return parse_ints(v);
-  else if constexpr (std::is_same_v<T, DimList>) return v.is_number() ? DimList(v.get<int64_t>()) : DimList(parse_ints(v));
+  else if constexpr (std::is_same_v<T, DimList>)
+    return v.is_number() ? DimList(v.get<int64_t>()) : DimList(parse_ints(v));
   else if constexpr (std::is_same_v<T, ScalarType>) return parse_dtype(v.get<std::string>());
   else if constexpr (std::is_same_v<T, TensorOptions>) return TensorOptions(parse_dtype(v.get<std::string>()));
   else if constexpr (std::is_same_v<T, Reduction>) return reduction(v.get<std::string>());
   else if constexpr (std::is_same_v<T, std::string>) return v.get<std::string>();
-  else if constexpr (std::is_same_v<T, std::optional<double>>) return number(v);
+  else if constexpr (std::is_same_v<T, std::optional<double>>) return parse_float(v);
   else if constexpr (std::is_same_v<T, std::optional<int64_t>>) return v.get<int64_t>();
   else throw std::logic_error("registry call: no fixture form for this parameter type");
 }
@@ -98,10 +86,12 @@ struct Row {
 
 #define TT_REF_HAS_DEFAULT_P false
 #define TT_REF_HAS_DEFAULT_D true
-#define TT_REF_PARAM(T, n, d, k)                                                                     \
-  Param{std::is_same_v<std::decay_t<T>, TensorOptions> ? "dtype" : #n, std::is_same_v<std::decay_t<T>, Tensor>, std::is_same_v<std::decay_t<T>, TensorList>, \
-        std::is_same_v<std::decay_t<T>, Scalar>, TT_REF_HAS_DEFAULT_##k}
-#define TT_REF_FALLBACK_P(T, n, d) [&]() -> std::decay_t<T> { throw std::logic_error("registry call: " #n " not given"); }
+#define TT_REF_IS(T, U) std::is_same_v<std::decay_t<T>, U>
+#define TT_REF_PARAM(T, n, d, k)                                                                       \
+  Param{TT_REF_IS(T, TensorOptions) ? "dtype" : #n, TT_REF_IS(T, Tensor), TT_REF_IS(T, TensorList), \
+        TT_REF_IS(T, Scalar), TT_REF_HAS_DEFAULT_##k}
+#define TT_REF_FALLBACK_P(T, n, d) \
+  [&]() -> std::decay_t<T> { throw std::logic_error("registry call: " #n " not given"); }
 #define TT_REF_FALLBACK_D(T, n, d) [&]() -> std::decay_t<T> { std::decay_t<T> v d; return v; }
 #define TT_REF_TYPE(T, n, d, k) std::decay_t<T>
 #define TT_REF_FETCH(T, n, d, k) fetch<std::decay_t<T>>(c, #n, TT_REF_HAS_DEFAULT_##k, TT_REF_FALLBACK_##k(T, n, d))
@@ -148,7 +138,7 @@ bool fits(const Row& row, const json& args, size_t inputs) {
     if (key == "side" || key == "accumulate") continue;
     bool known = false;
     for (const Param& p : row.params)
-      known = known || (!p.tensor && !p.list && key == p.name) || (p.tensor && p.has_default && key == p.name && flagged);
+      known = known || (key == p.name && ((!p.tensor && !p.list) || (p.tensor && p.has_default && flagged)));
     if (!known) return false;
   }
   if (inputs < required || (!list && inputs > required + optional)) return false;

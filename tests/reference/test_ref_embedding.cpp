@@ -39,7 +39,8 @@ using Rotary = std::vector<Tensor> (*)(const json& args, std::vector<Input>& in)
 // names; the PyTorch twins are cases_embedding.py's ROTARY. inputs: rope [x]; rope_scores [q, k].
 const std::map<std::string, Rotary>& rotary_cases() {
   static const std::map<std::string, Rotary> table = {
-      {"rope", [](const json& args, std::vector<Input>& in) -> std::vector<Tensor> { return {rope(in.at(0).value, args)}; }},
+      {"rope",
+       [](const json& args, std::vector<Input>& in) -> std::vector<Tensor> { return {rope(in.at(0).value, args)}; }},
       {"rope_scores", [](const json& args, std::vector<Input>& in) -> std::vector<Tensor> {
          return {rope(in.at(0).value, args).matmul(rope(in.at(1).value, args).transpose(-1, -2))};
        }}};

@@ -180,7 +180,7 @@ constexpr int64_t kDefaultIgnoreIndex = -100;
   X(dot, Method, None, NoBool, Tensor, (TT_P(const Tensor&, self), TT_P(const Tensor&, other)), "torch.dot(self, other)") \
   X(linear, F, Lower, NoBool, Tensor, (TT_P(const Tensor&, input), TT_P(const Tensor&, weight), TT_D(const Tensor&, bias, Tensor())), "torch.nn.functional.linear(input, weight, bias)")
 
-// --- activations with a fused backward (ops/activation.cpp) ---------------------------------------
+// --- activations (ops/activation.cpp): fused kernels with their own backward, and composites ------
 #define TT_OPS_ACTIVATION(X) \
   X(softmax, MethodF, Float32, FloatOnly, Tensor, (TT_P(const Tensor&, self), TT_P(int64_t, dim)), "torch.softmax(self, dim)") \
   X(log_softmax, MethodF, Float32, FloatOnly, Tensor, (TT_P(const Tensor&, self), TT_P(int64_t, dim)), "torch.log_softmax(self, dim)") \
