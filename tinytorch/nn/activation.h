@@ -1,7 +1,7 @@
 // Activation layers, each an nn::Module without parameters:
-// ReLU, LeakyReLU, GELU, Softplus, SiLU, Sigmoid, Tanh, Softmax(dim), LogSoftmax(dim). None has parameters
-// or state; each forwards to the op (ops/activation.h, ops/elementwise.h), whose docs hold the
-// math and the fully-masked-row behaviour of softmax. Spelled as LibTorch's torch::nn layers:
+// ReLU, LeakyReLU, GELU, Softplus, SiLU, Sigmoid, Tanh, Softmax(dim), LogSoftmax(dim). None has
+// parameters or state; each forwards to the op (ops/activation.h, ops/elementwise.h, softplus's row
+// in core/op_registry.h), whose docs hold the math and the fully-masked-row behaviour of softmax. Spelled as LibTorch's torch::nn layers:
 //
 //   tt::nn::GELU gelu(tt::nn::GELUOptions().approximate("tanh"));
 //   tt::nn::Softmax softmax(/*dim=*/-1);
@@ -115,8 +115,8 @@ class GELU : public Module {
   GELUOptions options;
 };
 
-// Softplus: log(1 + exp(beta x)) / beta (tt::softplus, core/op_registry.h). Defined here, with the
-// op's own name in its extra_repr, as torch.nn.Softplus prints "Softplus(beta=1, threshold=20)".
+// Softplus: log(1 + exp(beta x)) / beta (tt::softplus, core/op_registry.h), defined in this
+// header; it prints as torch.nn.Softplus does: "Softplus(beta=1, threshold=20)".
 class Softplus : public Module {
  public:
   explicit Softplus(const SoftplusOptions& options = {}) : options(options) {}

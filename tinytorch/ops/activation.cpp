@@ -258,18 +258,18 @@ Tensor silu(const Tensor& x) {
   return out;
 }
 
-// softplus (op registry): a composite, no kernel and no node of its own. Each branch of a where()
-// sees an input clamped to its own side of 0, so the branch that is thrown away has a finite value
-// and a finite gradient (an exp(z) of a large z in it would give inf * 0 = NaN in backward), and
-// the where() conditions send z = 0 to the log1p(exp(z)) branch, whose derivative there is 1/2.
+// softplus (op registry): a composite, no kernel and no node of its own. softplus(z) =
+// max(z, 0) + log1p(exp(-|z|)), with both kinks chosen by one where(): exp only ever sees an
+// argument <= 0 (no overflow, and no inf * 0 = NaN in backward), and z = 0 takes the z side of
+// -|z|, so the derivative there is exp(0) / (1 + exp(0)) = 1/2, as PyTorch's, not the 0 that
+// relu(z) + log1p(exp(-abs(z))) would give.
 Tensor softplus(const Tensor& x, double beta, double threshold) {
   if (auto cast = amp::autocast(AutocastOp::softplus, {x})) return softplus(cast[0], beta, threshold);
   check_floating(x, "softplus");
   TT_CHECK(beta != 0.0 && std::isfinite(beta), "softplus: beta must be finite and non-zero, got ", beta);
   const Tensor z = mul(x, beta);
   const Tensor positive = z > 0.0;
-  const Tensor above = where(positive, z, 0.0), below = where(positive, 0.0, z);
-  const Tensor smooth = where(positive, add(above, log1p(exp(neg(above)))), log1p(exp(below)));
+  const Tensor smooth = add(where(positive, z, 0.0), log1p(exp(where(positive, neg(z), z))));
   return where(z > threshold, x, div(smooth, beta));
 }
 
